@@ -1,0 +1,27 @@
+"""Errors raised by the selector engine."""
+from __future__ import annotations
+
+
+class SelectorSyntaxError(ValueError):
+    """The selector does not compile (RocketMQ's MQFilterException at SqlFilter.compile).
+
+    `position` is the 0-based character offset of the problem, `line`/`column` are 1-based,
+    and `expected` names what could have stood there.
+    """
+
+    def __init__(self, message: str, text: str = "", position: int = 0, expected: tuple = ()):
+        self.text = text
+        self.position = position
+        self.line = text.count("\n", 0, position) + 1
+        self.column = position - (text.rfind("\n", 0, position) + 1) + 1
+        self.expected = tuple(expected)
+        self.reason = message
+        where = f"line {self.line}, column {self.column}"
+        super().__init__(f"{message} at {where} (offset {position})" if text else message)
+
+
+class SelectorEvaluationError(RuntimeError):
+    """Java's evaluation threw (NumberFormatException, illegal string comparison, ClassCastException).
+
+    The broker treats it as "not matched"; the whole selector is aborted.
+    """

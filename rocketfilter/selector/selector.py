@@ -1,0 +1,95 @@
+"""`Selector`: a compiled SQL92 selector and the ways to run it."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Mapping, Optional, Union
+
+from . import ast as A
+from .parser import parse_ast
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column
+    from pyspark.sql.types import StructType
+
+
+@dataclass(frozen=True)
+class Selector:
+    """A selector compiled exactly as the broker compiles it (``SqlFilter.compile``).
+
+    Build one with :func:`parse`. ``text`` is what was given, ``ast`` the typed tree.
+    """
+
+    text: str
+    ast: A.Node = field(repr=False)
+
+    @property
+    def properties(self) -> list:
+        """The property names the selector reads, in first-use order."""
+        return A.properties(self.ast)
+
+    def evaluate(self, props: Mapping[str, object]):
+        """The raw Java result on one message: True, False or None (SQL NULL).
+
+        ``props`` maps a property name to a str (the broker's view) or a typed Python value
+        (bool, int, float, ``javalang.Integer``/``javalang.Long``). Raises
+        ``SelectorEvaluationError`` where Java's evaluation throws.
+
+        >>> parse("a > 4").evaluate({"a": "5"})
+        True
+        >>> parse("'x' <> a").evaluate({}) , parse("a <> 'x'").evaluate({})
+        (True, None)
+        """
+        from .evaluate import evaluate
+
+        return evaluate(self.ast, props)
+
+    def matches(self, props: Mapping[str, object]) -> bool:
+        """The broker's decision: deliver only when the result is TRUE (errors do not deliver).
+
+        >>> parse("a = 1 OR b = 2").matches({"a": "x", "b": "2"})  # a's error aborts first
+        False
+        """
+        from .evaluate import matches
+
+        return matches(self.ast, props)
+
+    def to_column(self, properties: Union[str, "Column", None] = "properties",
+                  schema: Optional["StructType"] = None) -> "Column":
+        """The broker's decision as a never-null boolean Spark Column, for ``df.filter``.
+
+        ``properties`` names (or is) a ``map<string,string>`` column: the broker's view, where
+        every property is a string. With ``properties=None`` each property name is a top-level
+        column of the DataFrame, typed by its Spark type (int -> Integer, bigint -> Long,
+        double -> Double, boolean -> Boolean, string -> String); pass that DataFrame's
+        ``schema`` so the types are known when the Column is built.
+
+        >>> df.filter(parse("age BETWEEN 6 AND 9").to_column("properties"))  # doctest: +SKIP
+        >>> df.filter(parse("age > 6").to_column(None, df.schema))           # doctest: +SKIP
+        """
+        from .spark import compile_selector
+
+        return compile_selector(self.ast, properties, schema).decision
+
+    def to_columns(self, properties: Union[str, "Column", None] = "properties",
+                   schema: Optional["StructType"] = None) -> dict:
+        """Diagnostics: ``{"matched", "raw", "error"}`` Columns for ``df.select(**...)``-style use.
+
+        ``raw`` is the three-valued result (null where Java returns null or threw), ``error``
+        is true where Java's evaluation threw, ``matched`` is :meth:`to_column`.
+        """
+        from .spark import compile_selector
+
+        compiled = compile_selector(self.ast, properties, schema)
+        return {"matched": compiled.decision, "raw": compiled.raw, "error": compiled.error}
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def parse(text: str) -> Selector:
+    """Compile a selector; raises ``SelectorSyntaxError`` where RocketMQ's compile fails.
+
+    >>> parse("(age BETWEEN 6 AND 9) AND (name IS NOT NULL)").properties
+    ['age', 'name']
+    """
+    return Selector(text, parse_ast(text))
