@@ -42,13 +42,20 @@ def _fail(message: str, token) -> None:
     raise _CheckFailed(message, getattr(token, "start_pos", 0) or 0)
 
 
+def _show(node) -> str:
+    """The operand for an error message; deep ones by kind only (to_text recurses)."""
+    if _depth(node) > 50:
+        return f"a {type(node).__name__} expression nested {_depth(node)} levels deep"
+    return A.to_text(node)
+
+
 def _as_boolean(node, token=None):
     """RocketMQ's asBooleanExpression: booleans pass, a bare property becomes BOOLCAST."""
     if A.is_boolean(node):
         return node
     if isinstance(node, A.Property):
         return A.BoolCast(node)
-    _fail(f"Expression will not result in a boolean value: {A.to_text(node)}", token)
+    _fail(f"Expression will not result in a boolean value: {_show(node)}", token)
 
 
 def _check_equal_operands(left, right, op) -> None:
@@ -56,7 +63,7 @@ def _check_equal_operands(left, right, op) -> None:
         if isinstance(side, A.BoolConstant) and side.value is None:
             _fail("NULL cannot be compared with '=' or '<>' (use IS NULL)", op)
     if (isinstance(left, A.BoolConstant) and isinstance(right, A.Constant)):
-        _fail(f"'{A.to_text(left)}' cannot be compared with '{A.to_text(right)}'", op)
+        _fail(f"'{_show(left)}' cannot be compared with '{_show(right)}'", op)
 
 
 def _check_comparable(node, op) -> None:
@@ -64,7 +71,7 @@ def _check_comparable(node, op) -> None:
     if isinstance(node, A.Constant) and node.kind != A.STRING:
         return
     if A.is_constant(node) or A.is_boolean(node):
-        _fail(f"Value '{A.to_text(node)}' cannot be compared with {op.value!r}", op)
+        _fail(f"Value '{_show(node)}' cannot be compared with {op.value!r}", op)
 
 
 def _check_between_order(low, high, token) -> None:
@@ -190,7 +197,7 @@ def _string_value(token) -> str:
 
 def _in(left, op, values, negated):
     if not isinstance(left, A.Property):
-        _fail(f"Expected a property for IN expression, got: {A.to_text(left)}", op)
+        _fail(f"Expected a property for IN expression, got: {_show(left)}", op)
     return A.In(left, values, negated)
 
 
@@ -247,7 +254,8 @@ def parse_ast(text: str):
         last = None
         for tok in tokenize(text):
             token = lark.Token(tok.type, tok.value, start_pos=tok.start, end_pos=tok.end)
-            before = interactive.copy()
+            # The AST is immutable, so a shallow snapshot suffices (a deep one is quadratic).
+            before = interactive.copy(deepcopy_values=False)
             try:
                 interactive.feed_token(token)
             except UnexpectedInput:
