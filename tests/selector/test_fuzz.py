@@ -156,8 +156,7 @@ def test_nesting_moderate(prefix, depth, core, closing, tail):
     check_parse(prefix * depth + core + ")" * closing + tail)
 
 
-# Long inputs (few tokens each, or a moderate number: parse time grows with the square of the
-# token count today, see KNOWN_BUGS), and deep nesting up to and beyond the 400-level limit.
+# Long inputs, many tokens, and deep nesting up to and beyond the 400-level limit.
 LONG_INPUTS = {
     "parens-300": "(" * 300 + "a" + ")" * 300,
     "parens-unclosed-300": "(" * 300 + "a",
