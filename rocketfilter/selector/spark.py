@@ -334,7 +334,11 @@ def _equal(node: A.Equal, ctx) -> list:
         p = _coerce(a, b)
         if p.domain == "double":
             core = _double_eq(p.left, p.right, lv, rv)
-        elif p.domain in ("incomparable", "object"):
+        elif p.domain == "object":
+            # Java's `lv == rv`: an opaque object equals only itself (the same property).
+            same = isinstance(node.left, A.Property) and node.left == node.right
+            core = _lit(same)
+        elif p.domain == "incomparable":
             core = _lit(False)
         elif p.domain == "cce":
             core, p = _null_bool(), _Pair("cce", error=_lit(True))
