@@ -36,32 +36,32 @@ def _evaluation_error(message: str) -> Exception:
 # ---------------------------------------------------------------------------------------------
 # Values
 
-class Integer(int):
-    """A Java Integer (32-bit): an int that remembers its Java class."""
+class _JavaIntegral(int):
+    """An int that remembers its Java class and refuses values outside that class's range."""
     __slots__ = ()
+    _range = (0, 0)
 
     def __new__(cls, value=0):
         self = super().__new__(cls, value)
-        if not INT_MIN <= self <= INT_MAX:
-            raise ValueError(f"{int(self)} is out of range for a Java Integer")
+        low, high = cls._range
+        if not low <= self <= high:
+            raise ValueError(f"{int(self)} is out of range for a Java {cls.__name__}")
         return self
 
     def __repr__(self) -> str:
-        return f"Integer({int(self)})"
+        return f"{type(self).__name__}({int(self)})"
 
 
-class Long(int):
-    """A Java Long (64-bit): an int that remembers its Java class."""
+class Integer(_JavaIntegral):
+    """A Java Integer (32-bit)."""
     __slots__ = ()
+    _range = (INT_MIN, INT_MAX)
 
-    def __new__(cls, value=0):
-        self = super().__new__(cls, value)
-        if not LONG_MIN <= self <= LONG_MAX:
-            raise ValueError(f"{int(self)} is out of range for a Java Long")
-        return self
 
-    def __repr__(self) -> str:
-        return f"Long({int(self)})"
+class Long(_JavaIntegral):
+    """A Java Long (64-bit)."""
+    __slots__ = ()
+    _range = (LONG_MIN, LONG_MAX)
 
 
 def java_value(v):
