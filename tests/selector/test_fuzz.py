@@ -173,7 +173,20 @@ LONG_INPUTS = {
     "trailing-junk-100k": "a = 1 " + "#" * 100_000,
     "in-list-100": "a IN (" + ", ".join(f"'v{i}'" for i in range(100)) + ")",
     "not-450": "NOT " * 450 + "a",
+    # Many tokens: parsing once deep-copied the LALR value stack before every token, which was
+    # quadratic (a 1,000-string IN list took 13 s) and overflowed on deep trees.
+    "parens-5000": "(" * 5000 + "a" + ")" * 5000,
+    "parens-unclosed-5000": "(" * 5000 + "a",
+    "in-list-2000": "a IN (" + ", ".join(f"'v{i}'" for i in range(2000)) + ")",
+    "and-chain-390": "a = 1 AND " * 390 + "b = 2",
+    "or-chain-1000": "a = 1 OR " * 1000 + "b = 2",
+    "neg-398-within-depth-limit": "-" * 397 + "a = 1",
+    "neg-1000": "-" * 1000 + "a = 1",
+    # A compile error whose message renders a 1000-deep operand (ast.to_text recurses).
+    "neg-1000-not-boolean": "a AND " + "-" * 1000 + "1",
+    "not-1000-compared": "(" + "NOT " * 1000 + "a) > 1",
 }
+
 
 @pytest.mark.parametrize("text", LONG_INPUTS.values(), ids=LONG_INPUTS.keys())
 def test_long_and_deep_inputs(text):
