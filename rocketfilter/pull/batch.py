@@ -1,0 +1,251 @@
+"""Successive pulls of a queue, in numpy and as one Spark job over all queues.
+
+:func:`get_message_window` (in :mod:`rocketfilter.pull.window`) is one pull. Here a consumer's
+pulls are replayed: each starts at the previous ``next_begin_offset``. The loop is over pulls,
+each pull vectorised. :func:`pull_sequence` runs it per (topic, queue_id) with
+``groupBy().applyInArrow``; :func:`get_message_from_dataframe` runs one pull on the driver.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, List, Mapping, Optional, Tuple, Union
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rocketfilter.pull.result import GetMessageStatus
+from rocketfilter.pull.window import (
+    CQ_STORE_UNIT_SIZE,
+    DEFAULT_LIMITS,
+    MAX_PULL_MSG_SIZE,
+    PullLimits,
+    PreparedQueue,
+    WindowResult,
+    get_message_window,
+    is_the_batch_full,
+    no_matched_logic_queue,
+)
+
+__all__ = [
+    "CQ_STORE_UNIT_SIZE", "DEFAULT_LIMITS", "MAX_PULL_MSG_SIZE", "PullLimits", "PreparedQueue",
+    "WindowResult",
+    "PullSequence", "get_message_window", "is_the_batch_full", "no_matched_logic_queue",
+    "pull_sequence_arrays", "pull_sequence", "get_message_from_dataframe", "INPUT_COLUMNS",
+    "ENTRY_SCHEMA", "PULL_SCHEMA",
+]
+
+# A status after which the same request would answer the same again.
+_TERMINAL = frozenset({GetMessageStatus.OFFSET_OVERFLOW_ONE, GetMessageStatus.NO_MESSAGE_IN_QUEUE,
+                       GetMessageStatus.NO_MATCHED_LOGIC_QUEUE})
+
+INPUT_COLUMNS = ("topic", "queue_id", "queue_offset", "commitlog_offset", "size",
+                 "cq_match", "cl_present", "cl_match")
+ENTRY_SCHEMA = ("topic string, queue_id int, queue_offset long, commitlog_offset long, size int, "
+                "pull_number int, next_begin_offset long, pull_status string")
+PULL_SCHEMA = ("topic string, queue_id int, pull_number int, offset long, pull_status string, "
+               "next_begin_offset long, message_count int, buffer_total_size long, "
+               "filter_message_count int, suggest_pulling_from_slave boolean, scanned int, "
+               "min_offset long, max_offset long")
+
+
+@dataclass
+class PullSequence:
+    """Pulls replayed from a start offset. ``entry_*`` has one element per delivered entry."""
+
+    pulls: List[WindowResult] = field(default_factory=list)
+    pull_offsets: List[int] = field(default_factory=list)
+    entry_index: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    entry_pull: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+
+    @property
+    def entry_next_begin_offset(self) -> np.ndarray:
+        nxt = np.array([p.next_begin_offset for p in self.pulls], dtype=np.int64)
+        return nxt[self.entry_pull] if len(nxt) else np.zeros(0, np.int64)
+
+    @property
+    def entry_status(self) -> np.ndarray:
+        names = np.array([p.status.value for p in self.pulls], dtype=object)
+        return names[self.entry_pull] if len(names) else np.zeros(0, object)
+
+    @property
+    def next_begin_offset(self) -> Optional[int]:
+        """Where the consumer resumes after the last pull."""
+        return self.pulls[-1].next_begin_offset if self.pulls else None
+
+
+def pull_sequence_arrays(queue_offset: np.ndarray, commitlog_offset: np.ndarray, size: np.ndarray,
+                         cq_match: np.ndarray, cl_present: np.ndarray, cl_match: np.ndarray, *,
+                         start_offset: Optional[int] = None, end_offset: Optional[int] = None,
+                         max_msg_nums: int, min_offset: Optional[int] = None,
+                         max_offset: Optional[int] = None, max_offset_py: int,
+                         limits: PullLimits = DEFAULT_LIMITS,
+                         max_pulls: Optional[int] = None) -> PullSequence:
+    """The pulls a consumer makes on one queue, from ``start_offset`` on.
+
+    Arrays as for :func:`get_message_window`, covering the whole range pulled. ``min_offset``,
+    ``max_offset`` and ``start_offset`` default to the data's first offset / last + 1 / min.
+    After each pull, stop if its status is OFFSET_OVERFLOW_ONE, NO_MESSAGE_IN_QUEUE or
+    NO_MATCHED_LOGIC_QUEUE, if ``next_begin_offset`` did not move forward, if it reached
+    ``min(end_offset, max_offset)``, or after ``max_pulls`` pulls. The first pull is always made.
+    Pulls are whole: the last one may deliver entries at or past ``end_offset``.
+    """
+    # Everything that does not depend on the pull's start is computed once for the queue.
+    queue = PreparedQueue(queue_offset, commitlog_offset, size, cq_match, cl_present, cl_match,
+                          max_msg_nums=max_msg_nums, max_offset_py=max_offset_py, limits=limits)
+    qo = queue.queue_offset
+    if min_offset is None:
+        min_offset = int(qo[0]) if len(qo) else 0
+    if max_offset is None:
+        max_offset = int(qo[-1]) + 1 if len(qo) else 0
+    offset = min_offset if start_offset is None else start_offset
+    stop_at = max_offset if end_offset is None else min(end_offset, max_offset)
+    seq = PullSequence()
+    found: List[np.ndarray] = []
+    while max_pulls is None or len(seq.pulls) < max_pulls:
+        res = queue.get_message(offset, min_offset=min_offset, max_offset=max_offset)
+        seq.pulls.append(res)
+        seq.pull_offsets.append(offset)
+        found.append(res.found_index)
+        nxt = res.next_begin_offset
+        if res.status in _TERMINAL or nxt <= offset or nxt >= stop_at:
+            break
+        offset = nxt
+    seq.entry_index = np.concatenate(found) if found else np.zeros(0, np.int64)
+    seq.entry_pull = np.repeat(np.arange(len(found), dtype=np.int32),
+                               [len(f) for f in found]).astype(np.int32)
+    return seq
+
+
+QueueValue = Union[None, int, Mapping[Tuple[str, int], int]]
+
+
+def _per_queue(value: QueueValue, key: Tuple[str, int]) -> Optional[int]:
+    if value is None or isinstance(value, int):
+        return value
+    return value.get(key)
+
+
+def _queue_function(*, output: str, max_msg_nums: int, max_offset_py: int, limits: PullLimits,
+                    start_offsets: QueueValue, end_offsets: QueueValue, min_offsets: QueueValue,
+                    max_offsets: QueueValue, max_pulls: Optional[int]) -> Callable:
+    """The applyInArrow function for one (topic, queue_id) group."""
+
+    def run(key: Tuple[Any, ...], table: pa.Table) -> pa.Table:
+        topic, queue_id = key[0].as_py(), key[1].as_py()
+        qkey = (topic, queue_id)
+        qo = table.column("queue_offset").to_numpy().astype(np.int64, copy=False)
+        if len(qo) > 1 and np.any(qo[1:] < qo[:-1]):   # groups arrive in no particular order
+            table = table.take(np.argsort(qo, kind="stable"))
+
+        def col(name: str, dtype) -> np.ndarray:
+            c = table.column(name)
+            if dtype is bool:
+                c = pc.fill_null(c, False)
+            return c.to_numpy().astype(dtype, copy=False)
+
+        qo = col("queue_offset", np.int64)
+        seq = pull_sequence_arrays(
+            qo, col("commitlog_offset", np.int64), col("size", np.int64), col("cq_match", bool),
+            col("cl_present", bool), col("cl_match", bool),
+            start_offset=_per_queue(start_offsets, qkey), end_offset=_per_queue(end_offsets, qkey),
+            max_msg_nums=max_msg_nums, min_offset=_per_queue(min_offsets, qkey),
+            max_offset=_per_queue(max_offsets, qkey), max_offset_py=max_offset_py,
+            limits=limits, max_pulls=max_pulls)
+        p = seq.pulls
+        # Statuses as a dictionary array: one string per pull, indices per entry.
+        statuses = pa.array([r.status.value for r in p], pa.string())
+        if output == "pulls":
+            return pa.table({
+                "topic": pa.repeat(pa.scalar(topic, pa.string()), len(p)),
+                "queue_id": pa.repeat(pa.scalar(queue_id, pa.int32()), len(p)),
+                "pull_number": pa.array(np.arange(len(p), dtype=np.int32)),
+                "offset": pa.array(seq.pull_offsets, pa.int64()),
+                "pull_status": statuses,
+                "next_begin_offset": pa.array([r.next_begin_offset for r in p], pa.int64()),
+                "message_count": pa.array([r.message_count for r in p], pa.int32()),
+                "buffer_total_size": pa.array([r.buffer_total_size for r in p], pa.int64()),
+                "filter_message_count": pa.array([r.filter_message_count for r in p], pa.int32()),
+                "suggest_pulling_from_slave": pa.array(
+                    [r.suggest_pulling_from_slave for r in p], pa.bool_()),
+                "scanned": pa.array([r.scanned for r in p], pa.int32()),
+                "min_offset": pa.array([r.min_offset for r in p], pa.int64()),
+                "max_offset": pa.array([r.max_offset for r in p], pa.int64()),
+            })
+        idx = seq.entry_index
+        n = len(idx)
+        return pa.table({
+            "topic": pa.repeat(pa.scalar(topic, pa.string()), n),
+            "queue_id": pa.repeat(pa.scalar(queue_id, pa.int32()), n),
+            "queue_offset": pa.array(qo[idx]),
+            "commitlog_offset": table.column("commitlog_offset").take(idx).cast(pa.int64()),
+            "size": table.column("size").take(idx).cast(pa.int32()),
+            "pull_number": pa.array(seq.entry_pull),
+            "next_begin_offset": pa.array(seq.entry_next_begin_offset),
+            "pull_status": pa.DictionaryArray.from_arrays(
+                pa.array(seq.entry_pull), statuses).cast(pa.string()),
+        })
+
+    return run
+
+
+def pull_sequence(df, *, max_msg_nums: int, max_offset_py: int,
+                  limits: PullLimits = DEFAULT_LIMITS, start_offsets: QueueValue = None,
+                  end_offsets: QueueValue = None, min_offsets: QueueValue = None,
+                  max_offsets: QueueValue = None, max_pulls: Optional[int] = None,
+                  output: str = "entries"):
+    """:func:`pull_sequence_arrays` for every (topic, queue_id) of ``df``, in one Spark job.
+
+    ``df`` has the columns :data:`INPUT_COLUMNS` (null flags count as false) and must hold every
+    CQ row of each queue in the pulled range. Offsets are an int for all queues or a mapping
+    ``{(topic, queue_id): offset}``; a missing one defaults as in :func:`pull_sequence_arrays`
+    (from the group's rows, so pass min/max explicitly when ``df`` is a slice of the queue).
+    ``output="entries"`` gives one row per delivered entry (:data:`ENTRY_SCHEMA`);
+    ``output="pulls"`` one row per pull (:data:`PULL_SCHEMA`).
+    """
+    if output not in ("entries", "pulls"):
+        raise ValueError(f"output must be 'entries' or 'pulls', not {output!r}")
+    fn = _queue_function(output=output, max_msg_nums=max_msg_nums, max_offset_py=max_offset_py,
+                         limits=limits, start_offsets=start_offsets, end_offsets=end_offsets,
+                         min_offsets=min_offsets, max_offsets=max_offsets, max_pulls=max_pulls)
+    schema = ENTRY_SCHEMA if output == "entries" else PULL_SCHEMA
+    return (df.select(*INPUT_COLUMNS).groupBy("topic", "queue_id")
+            .applyInArrow(fn, schema=schema))
+
+
+def get_message_from_dataframe(df, *, topic: str, queue_id: int, offset: int, max_msg_nums: int,
+                               min_offset: int, max_offset: int, max_offset_py: int,
+                               limits: PullLimits = DEFAULT_LIMITS
+                               ) -> Tuple[WindowResult, Optional[pa.Table]]:
+    """One pull on the driver: collect only the rows the loop can reach, then the numpy loop.
+
+    Returns the result and the collected window (``found_index`` indexes its rows), or ``None``
+    when the status was decided without reading the queue.
+    """
+    if max_offset == 0 or offset < min_offset or offset >= max_offset:
+        res = get_message_window(np.zeros(0, np.int64), np.zeros(0, np.int64),
+                                 np.zeros(0, np.int64), np.zeros(0, bool), np.zeros(0, bool),
+                                 np.zeros(0, bool), offset=offset, max_msg_nums=max_msg_nums,
+                                 min_offset=min_offset, max_offset=max_offset,
+                                 max_offset_py=max_offset_py, limits=limits)
+        return res, None
+    from pyspark.sql import functions as F
+
+    end = min(offset + limits.window_entries(max_msg_nums),
+              limits.roll_next_consume_queue_file(offset), max_offset)
+    rows = (df.where((F.col("topic") == topic) & (F.col("queue_id") == queue_id)
+                     & (F.col("queue_offset") >= offset) & (F.col("queue_offset") < end))
+            .select(*INPUT_COLUMNS).toArrow().sort_by("queue_offset"))
+
+    def col(name: str, dtype) -> np.ndarray:
+        c = rows.column(name)
+        if dtype is bool:
+            c = pc.fill_null(c, False)
+        return c.to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+
+    res = get_message_window(
+        col("queue_offset", np.int64), col("commitlog_offset", np.int64), col("size", np.int64),
+        col("cq_match", bool), col("cl_present", bool), col("cl_match", bool), offset=offset,
+        max_msg_nums=max_msg_nums, min_offset=min_offset, max_offset=max_offset,
+        max_offset_py=max_offset_py, limits=limits)
+    return res, rows

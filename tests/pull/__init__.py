@@ -1,0 +1,1 @@
+"""Tests of the pull loop (SEMANTICS §12)."""
