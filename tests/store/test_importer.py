@@ -1,0 +1,140 @@
+"""scan_store on the real-format sample store: every manifest message and unit comes back from the
+DataFrames; damage stops validation, or is counted and left out with skip_damaged."""
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+
+from rocketfilter.store.importer import scan_store
+from rocketfilter.store.records import StoreFormatError
+from rocketfilter.store.schema import COMMITLOG_SCHEMA, CONSUMEQUEUE_SCHEMA
+from tests.store.test_records import expected_fields, unpack_sample
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory) -> Path:
+    return unpack_sample(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def manifest(sample) -> dict:
+    kinds: dict = {}
+    with open(sample / "manifest.jsonl", encoding="utf-8") as f:
+        for line in f:
+            entry = json.loads(line)
+            kinds.setdefault(entry["kind"], []).append(entry)
+    return kinds
+
+
+@pytest.fixture(scope="module")
+def imported(spark, sample):
+    store = scan_store(spark, str(sample))
+    yield store
+    store.unpersist()
+
+
+def test_report_counts_everything(imported):
+    report = imported.validate()
+    assert (report.commitlog_files, report.consumequeue_files) == (97, 52)
+    assert (report.messages, report.blanks, report.cq_units, report.cq_units_checked) == (2997, 95, 2997, 2997)
+    assert (report.damaged_count, report.damaged, report.records_without_unit) == (0, [], 0)
+    assert report.commitlog_end == 6225920 + 38521 and report.commitlog_bytes == 97 * 65536
+    assert imported.topics == [("OrderEvents", 4), ("TopicTest", 4), ("iot_sensor-metrics", 4)]
+    assert imported.validate() is report  # computed once
+
+
+def test_dataframes_have_the_store_schemas(imported):
+    assert imported.commitlog.schema == COMMITLOG_SCHEMA
+    assert imported.consumequeue.schema == CONSUMEQUEUE_SCHEMA
+
+
+def test_every_manifest_message_comes_back(imported, manifest):
+    rows = {r["commitlog_offset"]: r.asDict() for r in imported.commitlog.collect()}
+    assert len(rows) == len(manifest["message"]) == 2997
+    wrong = []
+    for m in manifest["message"]:
+        row = rows[m["commitLogOffset"]]
+        for key, value in expected_fields(m).items():
+            if key in row and row[key] != value:
+                wrong.append(f"{m['commitLogOffset']} {key}: {row[key]!r} != {value!r}")
+    assert not wrong, wrong[:20]
+
+
+def test_every_manifest_unit_comes_back(imported, manifest):
+    stored_at = {m["commitLogOffset"]: m["storeTimestamp"] for m in manifest["message"]}
+    rows = {(r["topic"], r["queue_id"], r["queue_offset"]): r for r in imported.consumequeue.collect()}
+    assert len(rows) == len(manifest["cq_entry"]) == 2997
+    for e in manifest["cq_entry"]:
+        r = rows[(e["topic"], e["queueId"], e["queueOffset"])]
+        assert (r["commitlog_offset"], r["size"], r["tags_code"]) == (e["commitLogOffset"], e["size"], e["tagsCode"])
+        assert r["store_timestamp"] == stored_at[e["commitLogOffset"]] and r["filter_bitmap"] is None
+
+
+@pytest.fixture(scope="module")
+def damaged(sample, manifest, tmp_path_factory):
+    """A copy with one body byte flipped (CRC) and one unit pointing past the commit log."""
+    root = tmp_path_factory.mktemp("damaged") / "store"
+    shutil.copytree(sample, root, ignore=shutil.ignore_patterns("manifest.jsonl", "README.md"))
+    victim = next(m for m in manifest["message"]
+                  if m["file"].endswith("0131072") and m["filePosition"] > 0 and m["body_b64"])
+    path = root / victim["file"]
+    data = bytearray(path.read_bytes())
+    data[victim["filePosition"] + victim["storeSize"] - victim["propertiesLength"] - 2
+         - len(victim["topic"].encode()) - 2] ^= 0x01  # the last stored body byte
+    path.write_bytes(bytes(data))
+    unit = next(e for e in manifest["cq_entry"] if e["commitLogOffset"] != victim["commitLogOffset"])
+    cq = root / unit["file"]
+    data = bytearray(cq.read_bytes())
+    struct.pack_into(">q", data, unit["filePosition"], 1 << 40)
+    cq.write_bytes(bytes(data))
+    return root, victim, unit
+
+
+def test_validate_raises_on_the_first_damage(spark, damaged):
+    root, victim, _ = damaged
+    with pytest.raises(StoreFormatError) as info:
+        scan_store(spark, str(root), persist=False).validate()
+    err = info.value
+    assert (err.file, err.byte_offset) == (victim["file"], victim["filePosition"])
+    assert "CRC mismatch" in err.reason and victim["file"] in str(err)
+
+
+def test_skip_damaged_counts_and_excludes(spark, damaged):
+    root, victim, unit = damaged
+    store = scan_store(spark, str(root), skip_damaged=True)
+    try:
+        report = store.validate()
+        assert report.damaged_count == 3 and report.messages == 2996 and report.cq_units == 2995
+        assert report.records_without_unit == 1  # the record the redirected unit pointed to
+        where = {(d.file, d.byte_offset): d.reason for d in report.damaged}
+        assert "CRC mismatch" in where[(victim["file"], victim["filePosition"])]
+        assert "past the end of the commit log" in where[(unit["file"], unit["filePosition"])]
+        assert "no record starts" in where[(victim["cq_file"], victim["cq_filePosition"])]
+        offsets = {r[0] for r in store.commitlog.select("commitlog_offset").collect()}
+        assert len(offsets) == 2996 and victim["commitLogOffset"] not in offsets
+        units = store.consumequeue.select("commitlog_offset").collect()
+        assert len(units) == 2995 and (1 << 40) not in {r[0] for r in units}
+    finally:
+        store.unpersist()
+
+
+def test_a_directory_without_commitlog_is_not_found(spark, tmp_path):
+    with pytest.raises(FileNotFoundError, match="no commitlog directory"):
+        scan_store(spark, str(tmp_path))
+
+
+def test_import_job_prints_one_line_for_a_missing_source(tmp_path, capsys):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "import_store_job", Path(__file__).parents[2] / "spark_jobs" / "import_store.py")
+    job = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(job)
+    code = job.main(["--store", str(tmp_path / "rf"), "--source", str(tmp_path / "missing")])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and "FileNotFoundError" in err and "Traceback" not in err
+    assert not (tmp_path / "rf").exists()  # the target store was not created
