@@ -1,0 +1,428 @@
+"""The broker's side of a pull: consumer registration (heartbeat) and ``PullMessageProcessor``'s
+checks, in RocketMQ's order (SEMANTICS §6, §12.3), around ``store.get_message``.
+
+The store is anything with ``topic_config(topic)``, ``get_message(group, topic, queue_id, offset,
+max_msg_nums, message_filter)``, ``commit_consumer_offset(group, topic, queue_id, offset)``,
+``query_consumer_offset(group, topic, queue_id)`` and ``filter_manager``
+(:class:`rocketfilter.store.MessageStore` is one).
+
+>>> broker = Broker(store)                                                    # doctest: +SKIP
+>>> broker.register_consumer("G", "client-1", [("T", "a > 1", "SQL92")])      # doctest: +SKIP
+>>> broker.pull_message(PullMessageRequestHeader("G", "T", 0, 0)).code        # doctest: +SKIP
+0
+"""
+from __future__ import annotations
+
+import enum
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+from rocketfilter.config import (MASTER_ID, BrokerConfig, InvalidNameError, MessageStoreConfig, PermName,
+                                 SubscriptionGroupConfig, load_broker_conf, validate_group, validate_topic)
+from rocketfilter.pull.filter import (RETRY_FILTER_NPE, ExpressionForRetryMessageFilter, ExpressionMessageFilter,
+                                      RetryFilterError)
+from rocketfilter.pull.result import GetMessageResult, GetMessageStatus
+from rocketfilter.tags import SubscriptionData, build_subscription, is_tag_type
+
+CID_RMQ_SYS_PREFIX = "CID_RMQ_SYS_"
+MESSAGE_MODELS = ("CLUSTERING", "BROADCASTING")
+CONSUME_TYPES = ("CONSUME_PASSIVELY", "CONSUME_ACTIVELY", "CONSUME_POP")
+CONSUME_FROM_WHERE = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_TIMESTAMP",
+                      "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST", "CONSUME_FROM_MIN_OFFSET",
+                      "CONSUME_FROM_MAX_OFFSET")
+Subscription = Union[SubscriptionData, Tuple[str, Optional[str]], Tuple[str, Optional[str], Optional[str]]]
+
+
+class ResponseCode(enum.IntEnum):
+    """``ResponseCode`` values a pull can answer (§14)."""
+
+    SUCCESS = 0
+    SYSTEM_ERROR = 1
+    SYSTEM_BUSY = 2
+    NO_PERMISSION = 16
+    TOPIC_NOT_EXIST = 17
+    PULL_NOT_FOUND = 19
+    PULL_RETRY_IMMEDIATELY = 20
+    PULL_OFFSET_MOVED = 21
+    SUBSCRIPTION_PARSE_FAILED = 23
+    SUBSCRIPTION_NOT_EXIST = 24
+    SUBSCRIPTION_NOT_LATEST = 25
+    SUBSCRIPTION_GROUP_NOT_EXIST = 26
+    FILTER_DATA_NOT_EXIST = 27
+    FILTER_DATA_NOT_LATEST = 28
+    INVALID_PARAMETER = 29
+    NOT_LEADER_FOR_QUEUE = 501
+
+
+class PullSysFlag:
+    """The pull request's ``sysFlag`` bits.
+
+    >>> PullSysFlag.build_sys_flag(commit_offset=True, suspend=False, subscription=True, class_filter=False)
+    5
+    """
+
+    FLAG_COMMIT_OFFSET = 0x1
+    FLAG_SUSPEND = 0x1 << 1
+    FLAG_SUBSCRIPTION = 0x1 << 2
+    FLAG_CLASS_FILTER = 0x1 << 3
+    FLAG_LITE_PULL_MESSAGE = 0x1 << 4
+
+    @staticmethod
+    def build_sys_flag(commit_offset: bool, suspend: bool, subscription: bool, class_filter: bool,
+                       lite_pull: bool = False) -> int:
+        return ((PullSysFlag.FLAG_COMMIT_OFFSET if commit_offset else 0) | (PullSysFlag.FLAG_SUSPEND if suspend else 0)
+                | (PullSysFlag.FLAG_SUBSCRIPTION if subscription else 0)
+                | (PullSysFlag.FLAG_CLASS_FILTER if class_filter else 0)
+                | (PullSysFlag.FLAG_LITE_PULL_MESSAGE if lite_pull else 0))
+
+    @staticmethod
+    def has_commit_offset_flag(sys_flag: int) -> bool:
+        return bool(sys_flag & PullSysFlag.FLAG_COMMIT_OFFSET)
+
+    @staticmethod
+    def has_suspend_flag(sys_flag: int) -> bool:
+        return bool(sys_flag & PullSysFlag.FLAG_SUSPEND)
+
+    @staticmethod
+    def has_subscription_flag(sys_flag: int) -> bool:
+        return bool(sys_flag & PullSysFlag.FLAG_SUBSCRIPTION)
+
+    @staticmethod
+    def has_class_filter_flag(sys_flag: int) -> bool:
+        return bool(sys_flag & PullSysFlag.FLAG_CLASS_FILTER)
+
+
+@dataclass
+class PullMessageRequestHeader:
+    """``PullMessageRequestHeader``. ``subscription``/``expression_type`` are only read when
+    ``sys_flag`` has the subscription bit; ``sub_version`` is checked against the registration."""
+
+    consumer_group: str
+    topic: str
+    queue_id: int
+    queue_offset: int
+    max_msg_nums: int = 32
+    sys_flag: int = 0
+    commit_offset: int = 0
+    suspend_timeout_millis: int = 0
+    subscription: Optional[str] = None
+    sub_version: int = 0
+    expression_type: Optional[str] = None
+
+
+@dataclass
+class PullMessageResponse:
+    """The response command and its ``PullMessageResponseHeader``; ``messages`` and ``result``
+    come from getMessage (empty / None when a check refused the pull)."""
+
+    code: int
+    remark: Optional[str] = None
+    next_begin_offset: Optional[int] = None
+    min_offset: Optional[int] = None
+    max_offset: Optional[int] = None
+    suggest_which_broker_id: Optional[int] = None
+    messages: List[dict] = field(default_factory=list)
+    result: Optional[GetMessageResult] = None
+
+    @property
+    def code_name(self) -> str:
+        try:
+            return ResponseCode(self.code).name
+        except ValueError:
+            return str(self.code)
+
+
+@dataclass
+class ConsumerGroupInfo:
+    """``ConsumerGroupInfo``: a group's live clients and its subscription table (one per topic)."""
+
+    group_name: str
+    consume_type: str = "CONSUME_PASSIVELY"
+    message_model: str = "CLUSTERING"
+    consume_from_where: str = "CONSUME_FROM_LAST_OFFSET"
+    clients: Dict[str, int] = field(default_factory=dict)  # client id -> last heartbeat (ms)
+    subscription_table: Dict[str, SubscriptionData] = field(default_factory=dict)
+
+    def find_subscription_data(self, topic: str) -> Optional[SubscriptionData]:
+        return self.subscription_table.get(topic)
+
+    def update_subscription(self, subscriptions: Sequence[SubscriptionData]) -> bool:
+        """``updateSubscription``: a new topic is added, a higher subVersion replaces (so the
+        later registration wins), and topics absent from this heartbeat are dropped."""
+        updated = False
+        for sub in subscriptions:
+            old = self.subscription_table.get(sub.topic)
+            if old is None:
+                self.subscription_table[sub.topic] = sub
+                updated = True
+            elif sub.sub_version > old.sub_version:
+                self.subscription_table[sub.topic] = sub
+        topics = {sub.topic for sub in subscriptions}
+        for topic in [t for t in self.subscription_table if t not in topics]:
+            del self.subscription_table[topic]
+            updated = True
+        return updated
+
+
+def status_to_response_code(status: GetMessageStatus, request_offset: int) -> ResponseCode:
+    """``composeResponseHeader``'s GetMessageStatus -> response code table (§12.3)."""
+    status = GetMessageStatus(status)
+    if status is GetMessageStatus.FOUND:
+        return ResponseCode.SUCCESS
+    if status in (GetMessageStatus.NO_MATCHED_MESSAGE, GetMessageStatus.MESSAGE_WAS_REMOVING):
+        return ResponseCode.PULL_RETRY_IMMEDIATELY
+    if status in (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE):
+        return ResponseCode.PULL_OFFSET_MOVED if request_offset != 0 else ResponseCode.PULL_NOT_FOUND
+    if status in (GetMessageStatus.OFFSET_FOUND_NULL, GetMessageStatus.OFFSET_OVERFLOW_ONE):
+        return ResponseCode.PULL_NOT_FOUND
+    return ResponseCode.PULL_OFFSET_MOVED  # OFFSET_OVERFLOW_BADLY, OFFSET_TOO_SMALL, OFFSET_RESET
+
+
+def _refuse(code: ResponseCode, remark: str) -> PullMessageResponse:
+    return PullMessageResponse(code=int(code), remark=remark)
+
+
+class Broker:
+    """One broker over one store: subscription groups, registered consumers and pulls."""
+
+    def __init__(self, store, broker_config: Optional[BrokerConfig] = None,
+                 store_config: Optional[MessageStoreConfig] = None,
+                 subscription_groups: Iterable[SubscriptionGroupConfig] = (), clock=None):
+        self.store = store
+        self.broker_config = broker_config or getattr(store, "broker_config", None) or BrokerConfig()
+        self.store_config = store_config or getattr(store, "config", None) or MessageStoreConfig()
+        self.subscription_groups: Dict[str, SubscriptionGroupConfig] = {g.group_name: g for g in subscription_groups}
+        self.consumer_table: Dict[str, ConsumerGroupInfo] = {}
+        # (group, topic) pairs whose reads are forbidden (SubscriptionGroupManager's forbidden table).
+        self.read_forbidden: set = set()
+        self._clock = clock or (lambda: time.time_ns() // 1_000_000)
+        self._last_version = 0
+        self._lock = threading.RLock()
+
+    @classmethod
+    def from_conf(cls, store, path, spark_conf=None, **kwargs) -> "Broker":
+        """A broker configured by a ``broker.conf`` file (and ``spark.rocketfilter.*`` keys).
+
+        The bloom filter and the bitmap switch belong to the store (its filter manager and
+        dispatcher): open the store with the same settings, e.g.
+        ``MessageStore.open(uri, config=store_config, broker_config=broker_config)``."""
+        broker_config, store_config = load_broker_conf(path, spark_conf)
+        return cls(store, broker_config, store_config, **kwargs)
+
+    # -- subscription groups -----------------------------------------------------------------
+    def update_subscription_group(self, config: SubscriptionGroupConfig) -> None:
+        with self._lock:
+            self.subscription_groups[config.group_name] = config
+
+    def set_read_forbidden(self, group: str, topic: str, forbidden: bool = True) -> None:
+        """Forbid (or allow again) the group to pull the topic: such pulls get NO_PERMISSION."""
+        with self._lock:
+            (self.read_forbidden.add if forbidden else self.read_forbidden.discard)((group, topic))
+
+    def find_subscription_group_config(self, group: str) -> Optional[SubscriptionGroupConfig]:
+        """The group's config; created on first use when ``autoCreateSubscriptionGroup`` is on
+        (or for ``CID_RMQ_SYS_`` groups) and the name is valid."""
+        with self._lock:
+            config = self.subscription_groups.get(group)
+            if config is None and (self.broker_config.auto_create_subscription_group
+                                   or str(group).startswith(CID_RMQ_SYS_PREFIX)):
+                try:
+                    config = SubscriptionGroupConfig(group_name=group)
+                except InvalidNameError:
+                    return None
+                self.subscription_groups[group] = config
+            return config
+
+    # -- heartbeat ---------------------------------------------------------------------------
+    def next_sub_version(self) -> int:
+        """A subVersion: the clock in ms, strictly increasing (the client's ``System.currentTimeMillis``)."""
+        with self._lock:
+            self._last_version = max(self._clock(), self._last_version + 1)
+            return self._last_version
+
+    def _subscription(self, item: Subscription, sub_version: Optional[int]) -> SubscriptionData:
+        if isinstance(item, SubscriptionData):
+            validate_topic(item.topic)
+            return item
+        if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
+            raise TypeError(f"a subscription is SubscriptionData or (topic, expression[, type]), got {item!r}")
+        topic, expression = item[0], item[1]
+        expression_type = item[2] if len(item) == 3 else "TAG"
+        sub = build_subscription(validate_topic(topic), expression, expression_type)
+        sub.sub_version = sub_version if sub_version is not None else self.next_sub_version()
+        return sub
+
+    def register_consumer(self, group: str, client_id: str, subscriptions: Iterable[Subscription],
+                          message_model: str = "CLUSTERING", consume_from_where: str = "CONSUME_FROM_LAST_OFFSET",
+                          sub_version: Optional[int] = None, consume_type: str = "CONSUME_PASSIVELY") -> bool:
+        """A consumer's heartbeat (``ConsumerManager.registerConsumer``): records the client, sets
+        the group's subscription table (per topic the later registration wins, by subVersion;
+        topics this heartbeat leaves out are dropped) and registers SQL92 filter data. Returns
+        whether the group's subscriptions changed. Tuples get ``sub_version``, or a fresh one each.
+
+        Raises ValueError for a bad group/topic name or a tag list RocketMQ's client rejects; a
+        SQL92 selector that does not compile is accepted here and fails the pulls
+        (FILTER_DATA_NOT_EXIST), as in RocketMQ.
+        """
+        validate_group(group)
+        if not client_id:
+            raise ValueError(f"register_consumer({group!r}): client_id is empty")
+        for name, value, allowed in (("message_model", message_model, MESSAGE_MODELS),
+                                     ("consume_from_where", consume_from_where, CONSUME_FROM_WHERE),
+                                     ("consume_type", consume_type, CONSUME_TYPES)):
+            if value not in allowed:
+                raise ValueError(f"register_consumer({group!r}): {name} must be one of {allowed}, got {value!r}")
+        subs = [self._subscription(item, sub_version) for item in subscriptions]
+        with self._lock:
+            self.find_subscription_group_config(group)
+            info = self.consumer_table.get(group)
+            if info is None:
+                info = self.consumer_table[group] = ConsumerGroupInfo(group)
+            info.consume_type, info.message_model, info.consume_from_where = consume_type, message_model, consume_from_where
+            info.clients[client_id] = self._clock()
+            changed = info.update_subscription(subs)
+            self.store.filter_manager.register_group(group, subs)
+            return changed
+
+    def unregister_consumer(self, group: str, client_id: str) -> None:
+        """A client leaves; when it was the group's last, the group's filter data dies."""
+        with self._lock:
+            info = self.consumer_table.get(group)
+            if info is None:
+                return
+            info.clients.pop(client_id, None)
+            if not info.clients:
+                del self.consumer_table[group]
+                self.store.filter_manager.unregister(group)
+
+    def consumer_group_info(self, group: str) -> Optional[ConsumerGroupInfo]:
+        return self.consumer_table.get(group)
+
+    def consumer_ids(self, group: str) -> List[str]:
+        """The group's client ids (``getConsumerIdListByGroup``), in registration order."""
+        info = self.consumer_table.get(group)
+        return [] if info is None else list(info.clients)
+
+    # -- offsets -----------------------------------------------------------------------------
+    def update_consumer_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        self.store.commit_consumer_offset(group, topic, queue_id, offset)
+
+    def query_consumer_offset(self, group: str, topic: str, queue_id: int) -> int:
+        return self.store.query_consumer_offset(group, topic, queue_id)
+
+    # -- pull --------------------------------------------------------------------------------
+    def pull_message(self, request: PullMessageRequestHeader) -> PullMessageResponse:
+        """``PullMessageProcessor.processRequest`` without long polling (a PULL_NOT_FOUND is
+        answered at once): the checks of §6 in order, then getMessage and §12.3's codes."""
+        r, bc, sc = request, self.broker_config, self.store_config
+        group, topic = r.consumer_group, r.topic
+        if sc.broker_role == "SLAVE" and not bc.slave_read_enable:
+            return _refuse(ResponseCode.SYSTEM_BUSY, "[REJECTREQUEST]system busy, start flow control for a while")
+        if not PermName.is_readable(bc.broker_permission):
+            return _refuse(ResponseCode.NO_PERMISSION, f"the broker[{bc.broker_ip1}] pulling message is forbidden")
+        group_config = self.find_subscription_group_config(group)
+        if group_config is None:
+            return _refuse(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{group}] does not exist")
+        if not group_config.consume_enable:
+            return _refuse(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+        topic_config = self.store.topic_config(topic)
+        if topic_config is None:
+            return _refuse(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+        if not PermName.is_readable(topic_config.perm):
+            return _refuse(ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
+        if r.queue_id < 0 or r.queue_id >= topic_config.read_queue_nums:
+            return _refuse(ResponseCode.INVALID_PARAMETER, f"queueId[{r.queue_id}] is illegal, topic:[{topic}] "
+                           f"topicConfig.readQueueNums:[{topic_config.read_queue_nums}]")
+        checked = self._subscription_for_pull(r, group_config)
+        if isinstance(checked, PullMessageResponse):
+            return checked
+        sub, filter_data = checked
+        if not is_tag_type(sub.expression_type) and not bc.enable_property_filter:
+            return _refuse(ResponseCode.SYSTEM_ERROR,
+                           f"The broker does not support consumer to filter message by {sub.expression_type}")
+        manager = self.store.filter_manager
+        filter_cls = ExpressionForRetryMessageFilter if bc.filter_support_retry else ExpressionMessageFilter
+        message_filter = filter_cls(sub, filter_data, manager)
+        try:
+            result = self.store.get_message(group, topic, r.queue_id, r.queue_offset, r.max_msg_nums, message_filter)
+        except RetryFilterError as error:
+            return _refuse(ResponseCode.SYSTEM_ERROR, f"java.lang.NullPointerException ({error})")
+        except Exception as error:  # a Spark job failed on the retry filter's raise_error
+            if RETRY_FILTER_NPE not in str(error):
+                raise
+            return _refuse(ResponseCode.SYSTEM_ERROR, "java.lang.NullPointerException (" + _npe_text(error) + ")")
+        if result is None:
+            return _refuse(ResponseCode.SYSTEM_ERROR, "store getMessage return null")
+        response = self._compose(r, result, group_config)
+        if PullSysFlag.has_commit_offset_flag(r.sys_flag):
+            self.store.commit_consumer_offset(group, topic, r.queue_id, r.commit_offset)
+        return response
+
+    def _subscription_for_pull(self, r: PullMessageRequestHeader, group_config: SubscriptionGroupConfig):
+        """The subscription and filter data to pull with, or the refusing response."""
+        manager = self.store.filter_manager
+        if PullSysFlag.has_subscription_flag(r.sys_flag):
+            try:
+                sub = build_subscription(r.topic, r.subscription, r.expression_type)
+            except ValueError:
+                return _refuse(ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed")
+            sub.sub_version = r.sub_version
+            filter_data = None
+            if not is_tag_type(sub.expression_type):
+                # May be None (no compile): then every message matches, as RocketMQ without -ea.
+                filter_data = manager.build(r.topic, r.consumer_group, r.subscription, r.expression_type, r.sub_version)
+            return sub, filter_data
+        info = self.consumer_table.get(r.consumer_group)
+        if info is None:
+            return _refuse(ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's group info not exist")
+        if not group_config.consume_broadcast_enable and info.message_model == "BROADCASTING":
+            return _refuse(ResponseCode.NO_PERMISSION,
+                           f"the consumer group[{r.consumer_group}] can not consume by broadcast way")
+        if (r.consumer_group, r.topic) in self.read_forbidden:
+            return _refuse(ResponseCode.NO_PERMISSION,
+                           f"the consumer group[{r.consumer_group}] is forbidden for topic[{r.topic}]")
+        sub = info.find_subscription_data(r.topic)
+        if sub is None:
+            return _refuse(ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's subscription not exist")
+        if sub.sub_version < r.sub_version:
+            return _refuse(ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
+        filter_data = None
+        if not is_tag_type(sub.expression_type):
+            filter_data = manager.get(r.topic, r.consumer_group)
+            if filter_data is None:
+                return _refuse(ResponseCode.FILTER_DATA_NOT_EXIST,
+                               "The broker's consumer filter data is not exist!Your expression may be wrong!")
+            if filter_data.client_version < r.sub_version:
+                return _refuse(ResponseCode.FILTER_DATA_NOT_LATEST, "the consumer's consumer filter data not latest")
+        return sub, filter_data
+
+    def _compose(self, r: PullMessageRequestHeader, result: GetMessageResult,
+                 group_config: SubscriptionGroupConfig) -> PullMessageResponse:
+        """``composeResponseHeader`` and the OFFSET_MOVED handling of the result handler."""
+        bc, sc = self.broker_config, self.store_config
+        status = GetMessageStatus(result.status)
+        code = status_to_response_code(status, r.queue_offset)
+        if bc.slave_read_enable:
+            suggest = (group_config.which_broker_when_consume_slowly if result.suggest_pulling_from_slave
+                       else group_config.broker_id)
+        else:
+            suggest = MASTER_ID
+        if bc.broker_id != MASTER_ID and not result.suggest_pulling_from_slave:
+            # A slave sends the consumer back to its master (assumed present in the group).
+            suggest = MASTER_ID
+            if status is not GetMessageStatus.FOUND:
+                code = ResponseCode.PULL_RETRY_IMMEDIATELY
+        if code == ResponseCode.PULL_OFFSET_MOVED and sc.broker_role == "SLAVE" and not sc.offset_check_in_slave:
+            suggest = group_config.broker_id
+            code = ResponseCode.PULL_RETRY_IMMEDIATELY
+        return PullMessageResponse(code=int(code), remark=status.name, next_begin_offset=result.next_begin_offset,
+                                   min_offset=result.min_offset, max_offset=result.max_offset,
+                                   suggest_which_broker_id=suggest, messages=list(result.messages), result=result)
+
+
+def _npe_text(error: Exception) -> str:
+    text = str(error)
+    start = text.find(RETRY_FILTER_NPE)
+    return text[start:].splitlines()[0] if start >= 0 else text
