@@ -1,0 +1,124 @@
+"""Ingest throughput of ``put_messages`` and the window-scan pruning of the store it builds.
+
+Generates ``--messages`` messages with Spark itself (200-byte bodies, 5 properties, 8 queues),
+puts them into a fresh store in one call, and reports:
+
+* messages per second for the put (CommitLog write + commit) and for its dispatch;
+* peak memory of the Python driver and of the JVM, to show that bodies stay on the executors
+  (the Python driver's peak should not grow with the data);
+* how many ConsumeQueue files a one-queue, 800-entry window read touches, at a few offsets.
+
+    python bench/ingest.py [--messages 5000000] [--store /tmp/rf-bench-store] [--keep]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+QUEUES = 8
+WINDOW = 800
+
+
+class JvmPeak(threading.Thread):
+    """Samples the JVM's resident memory (the driver JVM hosts the executors in local mode)."""
+
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.pid, self.peak, self.running = pid, 0, True
+
+    def run(self) -> None:
+        while self.running:
+            try:
+                with open(f"/proc/{self.pid}/status") as f:
+                    for line in f:
+                        if line.startswith("VmRSS:"):
+                            self.peak = max(self.peak, int(line.split()[1]) * 1024)
+            except OSError:
+                return
+            time.sleep(0.2)
+
+
+def _jvm_pid(spark) -> int:
+    return int(spark.sparkContext._jvm.ProcessHandle.current().pid())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=5_000_000)
+    parser.add_argument("--store", default=None, help="store directory (default: a temp dir)")
+    parser.add_argument("--keep", action="store_true", help="keep the store for bench/pull_*.py")
+    args = parser.parse_args()
+
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    from rocketfilter.config import MessageStoreConfig
+    from rocketfilter.session import get_spark
+    from rocketfilter.store import MessageStore
+
+    spark = get_spark(SparkSession.builder.appName("rocketfilter-bench-ingest").master("local[2]")
+                      .config("spark.driver.memory", "4g").config("spark.ui.enabled", "false"))
+    spark.sparkContext.setLogLevel("ERROR")
+    jvm = JvmPeak(_jvm_pid(spark))
+    jvm.start()
+    root = args.store or tempfile.mkdtemp(prefix="rf-bench-store-")
+    shutil.rmtree(root, ignore_errors=True)
+    store = MessageStore.open(root, spark, MessageStoreConfig(dispatch_on_put=False))
+    store.create_topic("BenchTopic", read_queue_nums=QUEUES, write_queue_nums=QUEUES)
+
+    n = args.messages
+    df = (spark.range(0, n, numPartitions=max(2, n // 500_000))
+          .select(F.lit("BenchTopic").alias("topic"),
+                  F.concat(F.lit("Tag"), (F.col("id") % 5).cast("string")).alias("tags"),
+                  F.create_map(F.lit("age"), (F.col("id") % 20).cast("string"),
+                               F.lit("name"), F.concat(F.lit("user"), (F.col("id") % 97).cast("string")),
+                               F.lit("region"), F.element_at(F.array(*[F.lit(r) for r in ("eu", "us", "ap")]),
+                                                             (F.col("id") % 3 + 1).cast("int")),
+                               F.lit("isGender"), F.when(F.col("id") % 2 == 0, "true").otherwise("false"),
+                               F.lit("seq"), F.col("id").cast("string")).alias("properties"),
+                  F.encode(F.rpad(F.col("id").cast("string"), 200, "x"), "UTF-8").alias("body")))
+    driver_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+    t0 = time.perf_counter()
+    store.put_messages(df)
+    t_put = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    report = store.dispatch()
+    t_dispatch = time.perf_counter() - t0
+    driver_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    jvm.running = False
+
+    print(f"messages                  {n:,}")
+    print(f"put_messages              {t_put:8.1f} s   {n / t_put:12,.0f} msg/s")
+    print(f"dispatch                  {t_dispatch:8.1f} s   {report.entries / t_dispatch:12,.0f} entries/s")
+    print(f"python driver peak RSS    {driver_before / 2**20:8.0f} MiB before, {driver_after / 2**20:.0f} MiB after")
+    print(f"JVM peak RSS              {jvm.peak / 2**20:8.0f} MiB (driver JVM + local executors)")
+    print(f"commitlog files           {len(store.commitlog.refresh().files())}")
+    print(f"consumequeue files        {len(store.consumequeue.refresh().files())}")
+
+    max_offset = store.get_max_offset_in_queue("BenchTopic", 3)
+    for offset in (0, max_offset // 3, max_offset // 2, max_offset - WINDOW):
+        where = [("topic", "=", "BenchTopic"), ("queue_id", "=", 3),
+                 ("queue_offset", ">=", offset), ("queue_offset", "<", offset + WINDOW)]
+        files = store.consumequeue.files(where)
+        read = store.consumequeue.read(spark, where=where)
+        print(f"window queue 3 @ {offset:>9,}: {len(files)} file(s) by statistics, "
+              f"{len(read.inputFiles())} in Spark's scan, {read.count()} rows")
+    if not args.keep:
+        shutil.rmtree(root, ignore_errors=True)
+    else:
+        print(f"store kept at {root}")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    main()

@@ -1,0 +1,451 @@
+"""Embedded Delta tables: delta-rs (``deltalake``) owns the transaction log, Spark the parquet data.
+
+Tables stay standard Delta (protocol 1,2, no features, no partition columns), so Databricks and
+delta-spark read them as they are. Spark reads a snapshot as an explicit list of files pruned on
+per-file min/max statistics; executors write data files with pyarrow (:mod:`.delta_write`) and the
+driver commits their descriptions in one delta-rs transaction.
+
+>>> t = Table.open("/tmp/store/topics", TOPICS_SCHEMA, stats_columns=["topic"])  # doctest: +SKIP
+>>> t.commit(t.write(df), expected_version=t.version())                           # doctest: +SKIP
+1
+>>> t.read(spark, where=[("topic", "=", "orders")]).count()                       # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+import uuid
+import weakref
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Transaction
+from deltalake.exceptions import CommitFailedError
+from deltalake.transaction import RemoveAction
+from pyspark.sql import DataFrame, functions as F
+from pyspark.sql.types import ArrayType, DataType, MapType, StructType
+
+from rocketfilter.store import delta_write
+from rocketfilter.store.schema import arrow_schema
+
+# Reader features a plain parquet scan of the snapshot's files still reads correctly.
+_SAFE_READER_FEATURES = frozenset({"timestampNtz", "vacuumProtocolCheck", "v2Checkpoint"})
+_OPS = ("=", "==", "<", "<=", ">", ">=", "in")
+COMMIT_ID_KEY = "rocketfilter.commitId"      # finds our own commit after delta-rs retried it
+OPERATION_KEY = "rocketfilter.operation"     # delta-rs always logs operation WRITE
+STATS_PROPERTY = "delta.dataSkippingStatsColumns"
+MAX_COMMIT_ATTEMPTS = 20
+
+
+@dataclass(frozen=True)
+class FileStats:
+    """One data file of the current snapshot. ``num_records`` is -1 when the log has no stats."""
+
+    path: str          # absolute URI Spark reads; pyarrow: delta_write.filesystem_path(path)
+    size: int
+    num_records: int
+    min: dict          # column -> min, stats columns only (absent: unknown)
+    max: dict
+
+    def __hash__(self) -> int:  # the dicts are unhashable; a path names one file for good
+        return hash(self.path)
+
+
+class DeltaFeatureError(RuntimeError):
+    """The table uses a Delta feature rocketfilter would read or write wrong."""
+
+    def __init__(self, uri: str, feature: str, detail: str = ""):
+        self.uri, self.feature = uri, feature
+        super().__init__(f"Delta table {uri} uses {feature}{detail}, which rocketfilter's raw "
+                         "parquet access would get wrong; use the delta-spark connector for it")
+
+
+class ConcurrentCommitError(RuntimeError):
+    """Another commit landed after ``expected_version``: re-read the table and redo the work."""
+
+    def __init__(self, uri: str, expected_version: int, actual_version: int, why: str = "",
+                 gone: frozenset = frozenset()):
+        self.uri, self.expected_version, self.actual_version = uri, expected_version, actual_version
+        self.gone = gone  # paths to remove that another commit removed first
+        super().__init__(f"Delta table {uri}: expected version {expected_version}, but the table "
+                         f"is at version {actual_version}{': ' + why if why else ''}")
+
+
+class DeltaSchemaError(ValueError):
+    """The table's schema is not the one the caller expects."""
+
+
+_NATIVE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def delta_spark_available(spark) -> bool:
+    """True when delta-spark's JVM classes load in ``spark``'s JVM; never raises.
+
+    >>> delta_spark_available(spark)   # doctest: +SKIP
+    False
+    """
+    try:
+        return _NATIVE[spark]
+    except (KeyError, TypeError):
+        pass
+    try:
+        jvm = spark.sparkContext._jvm
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        jvm.java.lang.Class.forName("io.delta.tables.DeltaTable", False, loader)
+        found = True
+    except Exception:  # no class, no JVM (Spark Connect), a stopped context...
+        found = False
+    try:
+        _NATIVE[spark] = found
+    except TypeError:  # not weak-referenceable: just don't cache
+        pass
+    return found
+
+
+def _normalize_uri(uri: str) -> str:
+    """Local paths become absolute; URIs keep their scheme. No trailing slash."""
+    uri = os.fspath(uri)
+    if uri.startswith("file://"):
+        uri = uri[len("file://"):]
+    if "://" in uri:
+        return uri.rstrip("/")
+    if "%" in uri:  # delta-rs percent-decodes local paths on load but not on create
+        raise ValueError(f"{uri}: a local Delta table path cannot contain '%'")
+    return os.path.abspath(os.path.expanduser(uri))
+
+
+def _file_uri(uri: str) -> str:
+    """``uri`` as Spark and pyarrow both read it: local paths get ``file://``."""
+    return uri if "://" in uri else "file://" + uri
+
+
+def _shape(dtype: DataType) -> Any:
+    """Types and nullability without field metadata, for schema comparison."""
+    if isinstance(dtype, StructType):
+        return tuple((f.name, _shape(f.dataType), f.nullable) for f in dtype.fields)
+    if isinstance(dtype, MapType):
+        return ("map", _shape(dtype.keyType), _shape(dtype.valueType), dtype.valueContainsNull)
+    if isinstance(dtype, ArrayType):
+        return ("array", _shape(dtype.elementType), dtype.containsNull)
+    return dtype.simpleString()
+
+
+def _schema_diff(have: StructType, want: StructType) -> str:
+    h, w = {f.name: f for f in have.fields}, {f.name: f for f in want.fields}
+    out = [f"missing {sorted(set(w) - set(h))}"] if set(w) - set(h) else []
+    out += [f"unexpected {sorted(set(h) - set(w))}"] if set(h) - set(w) else []
+    fmt = lambda f: f.dataType.simpleString() + ("" if f.nullable else " not null")  # noqa: E731
+    out += [f"{n}: table has {fmt(h[n])}, expected {fmt(w[n])}" for n in w
+            if n in h and _shape(StructType([h[n]])) != _shape(StructType([w[n]]))]
+    return "; ".join(out) or "column order differs"
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _check_where(schema: StructType, where: Sequence[tuple]) -> None:
+    for column, op, value in where:
+        if column not in schema.fieldNames():
+            raise ValueError(f"where: no column {column!r} in {schema.simpleString()}")
+        if op not in _OPS or value is None or (op == "in" and isinstance(value, (str, bytes))):
+            raise ValueError(f"where: unsupported ({column!r}, {op!r}, {value!r}); ops are {_OPS} "
+                             "with non-null values ('in' takes a list)")
+
+
+def _where_column(where: Sequence[tuple]):
+    """``where`` as a Spark Column, None when empty."""
+    cond = None
+    for column, op, value in where:
+        c = F.col(column)
+        term = c.isin(list(value)) if op == "in" else {
+            "=": c == value, "==": c == value, "<": c < value, "<=": c <= value,
+            ">": c > value, ">=": c >= value}[op]
+        cond = term if cond is None else cond & term
+    return cond
+
+
+def _may_match(f: FileStats, column: str, op: str, value: Any) -> bool:
+    """Could ``f`` hold a row with ``column op value``? Missing stats mean yes."""
+    lo, hi = f.min.get(column), f.max.get(column)
+    if op in ("=", "=="):
+        return (lo is None or lo <= value) and (hi is None or value <= hi)
+    if op == "in":
+        return any(_may_match(f, column, "=", v) for v in value)
+    if op in ("<", "<="):
+        return lo is None or (lo < value if op == "<" else lo <= value)
+    return hi is None or (hi > value if op == ">" else hi >= value)
+
+
+class Table(delta_write.TableWriter):
+    """One Delta table: a delta-rs snapshot plus Spark reads and writes of its data files.
+
+    Everything answers for the loaded snapshot; :meth:`refresh` moves it to the latest version.
+    The data-writing methods (``write``, ``write_arrow``, ``rewrite``) come from
+    :class:`~rocketfilter.store.delta_write.TableWriter`.
+    """
+
+    def __init__(self, uri: str, schema: StructType, dt: DeltaTable, stats_columns: Sequence[str],
+                 storage_options: Optional[dict]):
+        self.uri, self.schema, self._dt = uri, schema, dt
+        self.storage_options = storage_options
+        self.arrow_schema = arrow_schema(schema)
+        self._files: Optional[tuple] = None     # (version, [FileStats])
+        self._checked_version = -1
+        self._write_problem: Optional[tuple] = None
+        self._check()
+        configured = (dt.metadata().configuration or {}).get(STATS_PROPERTY, "")
+        self.stats_columns = tuple(stats_columns) or tuple(c for c in configured.split(",") if c)
+
+    @classmethod
+    def open(cls, uri: str, schema: StructType, *, stats_columns: Sequence[str] = (),
+             storage_options: Optional[dict] = None, create: bool = True) -> "Table":
+        """Open the table at ``uri``, creating it empty with ``schema`` if absent and ``create``.
+
+        ``stats_columns`` default to the table's ``delta.dataSkippingStatsColumns``. Raises
+        DeltaFeatureError for tables a raw parquet read would get wrong, DeltaSchemaError when
+        the schema differs, FileNotFoundError when absent and not ``create``.
+
+        >>> Table.open("/tmp/t", TOPICS_SCHEMA, stats_columns=["topic"]).version()  # doctest: +SKIP
+        0
+        """
+        uri = _normalize_uri(uri)
+        missing = [c for c in stats_columns if c not in schema.fieldNames()]
+        if missing:
+            raise ValueError(f"{uri}: stats columns {missing} are not in the schema")
+        if not DeltaTable.is_deltatable(uri, storage_options):
+            if not create:
+                raise FileNotFoundError(f"no Delta table at {uri}")
+            # Tells Databricks/delta-rs which columns our stats cover (a property, no feature).
+            config = {STATS_PROPERTY: ",".join(stats_columns)} if stats_columns else None
+            try:
+                DeltaTable.create(uri, arrow_schema(schema), mode="error", configuration=config,
+                                  storage_options=storage_options)
+            except Exception:
+                if not DeltaTable.is_deltatable(uri, storage_options):
+                    raise  # else another process created it just now: open theirs (checked)
+        dt = DeltaTable(uri, storage_options=storage_options)
+        return cls(uri, schema, dt, stats_columns, storage_options)
+
+    def _check(self) -> None:
+        """Refuse features a raw parquet scan misreads; note ones our commits would break."""
+        if self._checked_version == self.version():
+            return
+        proto, config = self._dt.protocol(), self._dt.metadata().configuration or {}
+        readers = set(proto.reader_features or ())
+        mapping = config.get("delta.columnMapping.mode") or "none"
+        if mapping != "none" or "columnMapping" in readers:
+            raise DeltaFeatureError(self.uri, "column mapping", " (physical column names differ)")
+        if "deletionVectors" in readers:
+            raise DeltaFeatureError(self.uri, "deletion vectors")
+        if proto.min_reader_version == 2 or readers - _SAFE_READER_FEATURES:
+            unknown = sorted(readers - _SAFE_READER_FEATURES)
+            raise DeltaFeatureError(self.uri, f"reader features {unknown}",
+                                    f" (reader version {proto.min_reader_version})")
+        schema_json = self._dt.schema().to_json()
+        found = StructType.fromJson(json.loads(schema_json))
+        if _shape(found) != _shape(self.schema):
+            raise DeltaSchemaError(f"Delta table {self.uri}: schema mismatch: "
+                                   f"{_schema_diff(found, self.schema)}")
+        self._write_problem = delta_write.write_problem(proto.writer_features, config, schema_json)
+        self._checked_version = self.version()
+
+    def _check_writable(self) -> None:
+        if self._write_problem:
+            raise DeltaFeatureError(self.uri, *self._write_problem)
+
+    # ---- the snapshot ----------------------------------------------------------------------
+    def version(self) -> int:
+        """The loaded snapshot's version."""
+        return self._dt.version()
+
+    def refresh(self) -> "Table":
+        """Load the commits made since the loaded snapshot (incrementally) and re-check."""
+        self._dt.update_incremental()
+        self._check()
+        return self
+
+    def files(self, where: Sequence[tuple] = ()) -> list[FileStats]:
+        """The data files that may hold rows matching every ``(column, op, value)`` of ``where``.
+
+        Pruning is conservative: a file without stats for a column is kept.
+
+        >>> len(t.files([("topic", "=", "orders"), ("queue_offset", ">=", 100)]))  # doctest: +SKIP
+        3
+        """
+        _check_where(self.schema, where)
+        version = self.version()
+        if self._files is None or self._files[0] != version:
+            actions = pa.table(self._dt.get_add_actions(flatten=True))
+            has_records = "num_records" in actions.column_names
+            found = []
+            for row in actions.to_pylist():
+                bounds = [{c: row[f"{k}.{c}"] for c in self.stats_columns
+                           if row.get(f"{k}.{c}") is not None} for k in ("min", "max")]
+                records = row["num_records"] if has_records else None
+                found.append(FileStats(f"{_file_uri(self.uri)}/{row['path']}", row["size_bytes"],
+                                       -1 if records is None else records, *bounds))
+            self._files = (version, found)
+        try:
+            return [f for f in self._files[1] if all(_may_match(f, *w) for w in where)]
+        except TypeError as exc:
+            raise ValueError(f"where {list(where)}: values do not compare with the "
+                             f"{self.uri} stats: {exc}") from None
+
+    def read(self, spark, where: Sequence[tuple] = (), files: Optional[list[FileStats]] = None,
+             *, native: Optional[bool] = None) -> DataFrame:
+        """The snapshot's rows matching ``where`` (exactly), as a DataFrame of ``self.schema``.
+
+        Spark reads only the listed or pruned files, never lists the directory. ``native=None``
+        uses delta-spark's reader when it is on the classpath and no ``files`` are given.
+
+        >>> t.read(spark, [("queue_id", "=", 3)]).count()   # doctest: +SKIP
+        42
+        """
+        _check_where(self.schema, where)
+        if files is None and (native if native is not None else delta_spark_available(spark)):
+            df = (spark.read.format("delta").option("versionAsOf", self.version())
+                  .load(_file_uri(self.uri)))
+        else:
+            files = self.files(where) if files is None else files
+            if not files:
+                # JVM-only (no Python worker), all nullable like a file source's schema.
+                return spark.range(0).select([F.lit(None).cast(f.dataType).alias(f.name)
+                                              for f in self.schema.fields])
+            df = spark.read.schema(self.schema).parquet(*[f.path for f in files])
+        cond = _where_column(where)
+        return df if cond is None else df.filter(cond)
+
+    # ---- commits ---------------------------------------------------------------------------
+    def _relative(self, f: FileStats) -> str:
+        base = _file_uri(self.uri) + "/"
+        if not f.path.startswith(base):
+            raise ValueError(f"{f.path} is not a file of Delta table {self.uri}")
+        return f.path[len(base):]
+
+    def commit(self, adds: Sequence = (), removes: Sequence[FileStats] = (), *,
+               expected_version: Optional[int] = None,
+               app_transaction: Optional[tuple[str, int]] = None,
+               custom_metadata: Optional[dict] = None, operation: str = "WRITE",
+               data_change: bool = True) -> int:
+        """Commit ``adds`` and ``removes`` as one Delta transaction; return its version.
+
+        With ``expected_version``, raise ConcurrentCommitError if any commit landed after it.
+        Without, appends retry inside delta-rs, and commits with removes retry here; either way
+        ``custom_metadata`` lands unchanged on whatever version it rebases onto, so pass
+        ``expected_version`` when it describes the snapshot. Removing a file that is no longer
+        in the table raises ConcurrentCommitError. ``operation`` is logged as commitInfo
+        ``rocketfilter.operation``; ``data_change=False`` marks a rearrangement (compaction).
+
+        >>> t.commit(adds, expected_version=4, app_transaction=("loader", 7))   # doctest: +SKIP
+        5
+        """
+        self._check_writable()
+        commit_id = uuid.uuid4().hex
+        meta = {**(custom_metadata or {}), COMMIT_ID_KEY: commit_id, OPERATION_KEY: operation}
+        txns = ([Transaction(app_transaction[0], app_transaction[1], _now_ms())]
+                if app_transaction else None)
+        actions = list(adds) + [RemoveAction(self._relative(f), data_change, _now_ms(), f.size, {})
+                                for f in removes]
+        if expected_version is not None:
+            return self._commit_at(expected_version, actions, meta, txns, removes)
+        if not removes:
+            base = self.version()
+            try:
+                self._dt.create_write_transaction(
+                    actions, "append", self._dt.schema(),
+                    commit_properties=CommitProperties(meta, app_transactions=txns))
+            except CommitFailedError as exc:  # retries exhausted, or a conflicting app transaction
+                self.refresh()
+                if self.version() > base:
+                    raise ConcurrentCommitError(self.uri, base, self.version(), str(exc)) from exc
+                raise
+            return self._find_commit(commit_id, base)
+        # delta-rs's own retry lets two commits remove the same file (a compaction racing a
+        # compaction would duplicate rows), so retry here while our removes are still live.
+        for _ in range(MAX_COMMIT_ATTEMPTS):
+            try:
+                return self._commit_at(self.version(), actions, meta, txns, removes)
+            except ConcurrentCommitError as exc:
+                if exc.gone:
+                    raise
+        raise ConcurrentCommitError(self.uri, self.version(), self.version(),
+                                    f"lost {MAX_COMMIT_ATTEMPTS} races in a row")
+
+    def _commit_at(self, expected_version: int, actions: list, meta: dict, txns,
+                   removes: Sequence[FileStats]) -> int:
+        """Commit exactly version ``expected_version + 1`` or raise ConcurrentCommitError."""
+        if self.version() < expected_version:
+            self.refresh()
+        if self.version() != expected_version:
+            if self.version() < expected_version:
+                raise ValueError(f"{self.uri}: expected_version {expected_version} is ahead of the "
+                                 f"latest version {self.version()}")
+            raise ConcurrentCommitError(self.uri, expected_version, self.version())
+        # A removed file is gone for good: the caller worked from a stale snapshot, and going on
+        # would, for a compaction, duplicate the rows it copied.
+        gone = {f.path for f in removes} - {f.path for f in self.files()}
+        if gone:
+            raise ConcurrentCommitError(self.uri, expected_version, self.version(),
+                                        f"files already removed: {sorted(gone)[:3]}", gone=gone)
+        try:
+            # No retries: delta-rs writes version expected+1 or fails because it exists.
+            self._dt.create_write_transaction(
+                actions, "append", self._dt.schema(),
+                commit_properties=CommitProperties(meta, max_commit_retries=0,
+                                                   app_transactions=txns))
+        except CommitFailedError as exc:
+            self.refresh()
+            if self.version() > expected_version:
+                raise ConcurrentCommitError(self.uri, expected_version, self.version()) from exc
+            raise
+        self.refresh()  # delta-rs leaves the table object at the version it committed on
+        return expected_version + 1
+
+    def _find_commit(self, commit_id: str, after: int) -> int:
+        """The version whose commitInfo carries ``commit_id`` (a retried append lands later)."""
+        self.refresh()
+        for info in self._dt.history(limit=max(1, self.version() - after)):
+            if info.get(COMMIT_ID_KEY) == commit_id:
+                return info["version"]
+        raise RuntimeError(f"{self.uri}: commit {commit_id} not found after version {after}")
+
+    def transaction_version(self, app_id: str) -> Optional[int]:
+        """The version ``app_id`` last committed through ``app_transaction``."""
+        return self._dt.transaction_version(app_id)
+
+    def latest_metadata(self, key: str, max_commits: int = 100) -> Optional[Any]:
+        """``custom_metadata[key]`` of the newest of the last ``max_commits`` commits carrying it.
+
+        >>> t.commit(adds, custom_metadata={"watermark": 42})   # doctest: +SKIP
+        >>> t.latest_metadata("watermark")                      # doctest: +SKIP
+        42
+        """
+        for info in self._dt.history(limit=max_commits):
+            if key in info:
+                return info[key]
+        return None
+
+    # ---- maintenance -----------------------------------------------------------------------
+    def remove(self, files: list[FileStats], *, custom_metadata: Optional[dict] = None,
+               expected_version: Optional[int] = None) -> int:
+        """Remove ``files`` (and so their rows) from the table; return the new version."""
+        return self.commit((), files, expected_version=expected_version,
+                           custom_metadata=custom_metadata, operation="DELETE")
+
+    def vacuum(self, retention_hours: float = 168, *,
+               enforce_retention_duration: bool = True) -> list[str]:
+        """Delete files no version within ``retention_hours`` references, including orphans of
+        failed writers (a full vacuum lists the directory); return their paths. Note that
+        delta-rs logs VACUUM START/END commits, which advance the version."""
+        deleted = self._dt.vacuum(retention_hours=math.ceil(retention_hours), dry_run=False,
+                                  enforce_retention_duration=enforce_retention_duration, full=True)
+        self.refresh()
+        return deleted
+
+    def checkpoint(self) -> None:
+        """Write a checkpoint of the loaded version (readers then skip replaying the JSON log)."""
+        self._dt.create_checkpoint()

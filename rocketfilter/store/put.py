@@ -1,0 +1,339 @@
+"""``put_messages``: a broker's putMessage for a whole DataFrame, then dispatch.
+
+Two passes over the input, both on the executors:
+
+1. count the rows and sum the record sizes per (Spark partition, topic, explicit queue);
+2. with each partition's starting offsets planned on the driver from those counts, assign queue
+   ids (round robin per topic, as a producer's ``selectOneMessageQueue``), contiguous queue
+   offsets and commit-log offsets inside ``mapInArrow`` with numpy, and write the files.
+
+Bodies therefore never reach the driver, and the commit that publishes the files also carries
+the new high-water marks; a producer that loses the race re-plans from the winner's marks.
+"""
+from __future__ import annotations
+
+import time
+from typing import Dict, List, Tuple
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from rocketfilter.message import properties_to_string_column, string_to_properties_column
+from rocketfilter.store import schema as S
+from rocketfilter.store.state import CommitLogState
+
+INPUT_SCHEMA = T.StructType([
+    T.StructField("topic", T.StringType()),
+    T.StructField("tags", T.StringType()),
+    T.StructField("keys", T.StringType()),
+    T.StructField("properties", T.MapType(T.StringType(), T.StringType())),
+    T.StructField("body", T.BinaryType()),
+    T.StructField("queue_id", T.IntegerType()),
+    T.StructField("flag", T.IntegerType()),
+    T.StructField("born_timestamp", T.LongType()),
+    T.StructField("born_host", T.StringType()),
+])
+_ONE_FILE_ROWS = 100_000
+
+
+class PutMessageError(ValueError):
+    """A message the store refuses (unknown topic, queue out of range, missing field)."""
+
+
+# --- input ----------------------------------------------------------------------------------
+
+def _as_dict(message) -> dict:
+    if isinstance(message, dict):
+        return message
+    return {name: getattr(message, name) for name in INPUT_SCHEMA.fieldNames() if hasattr(message, name)}
+
+
+def _from_list(spark, messages: list) -> DataFrame:
+    rows = []
+    for i, message in enumerate(messages):
+        m = _as_dict(message)
+        unknown = set(m) - set(INPUT_SCHEMA.fieldNames())
+        if unknown:
+            raise PutMessageError(f"message {i}: unknown field(s) {sorted(unknown)}; "
+                                  f"expected some of {INPUT_SCHEMA.fieldNames()}")
+        body = m.get("body")
+        keys = m.get("keys")
+        rows.append({
+            **{k: m.get(k) for k in INPUT_SCHEMA.fieldNames()},
+            "body": body.encode("utf-8") if isinstance(body, str) else body,
+            "keys": " ".join(keys) if isinstance(keys, (list, tuple)) else keys,
+            "properties": list((m.get("properties") or {}).items()),
+        })
+    arrow = pa.Table.from_pylist(rows, schema=S.arrow_schema(INPUT_SCHEMA))
+    df = spark.createDataFrame(arrow)
+    # A list is small: one task writes one file instead of one per core.
+    return df.coalesce(1) if len(rows) <= _ONE_FILE_ROWS else df
+
+
+def _conform(df: DataFrame) -> DataFrame:
+    """Select the input columns the store knows, adding nulls for absent ones."""
+    if "topic" not in df.columns:
+        raise PutMessageError(f"put_messages needs a 'topic' column; got {df.columns}")
+    cols = []
+    for field in INPUT_SCHEMA.fields:
+        if field.name in df.columns:
+            col = F.col(field.name)
+            if field.name == "body" and isinstance(df.schema[field.name].dataType, T.StringType):
+                col = F.encode(col, "UTF-8")
+            elif field.name == "keys" and isinstance(df.schema[field.name].dataType, T.ArrayType):
+                col = F.array_join(col, " ")
+            cols.append(col.cast(field.dataType).alias(field.name))
+        else:
+            cols.append(F.lit(None).cast(field.dataType).alias(field.name))
+    return df.select(*cols)
+
+
+def _prepare(df: DataFrame, cluster_name: str) -> DataFrame:
+    """Set TAGS/KEYS/WAIT as the producer does and CLUSTER as the broker does, then normalise the
+    properties through the wire format (§9.1) and compute the record size (§9.2)."""
+    props = F.coalesce(F.col("properties"), F.create_map().cast("map<string,string>"))
+    overrides = {"TAGS": F.col("tags"), "KEYS": F.col("keys"), "CLUSTER": F.lit(cluster_name)}
+    for key, value in overrides.items():
+        set_it = F.coalesce(F.length(value), F.lit(0)) > 0
+        props = F.when(set_it, F.map_concat(F.map_filter(props, lambda k, v: k != key),
+                                            F.create_map(F.lit(key), value))).otherwise(props)
+    # Message's constructor always sets WAIT (waitStoreMsgOK defaults to true).
+    props = F.when(props["WAIT"].isNull(), F.map_concat(props, F.create_map(F.lit("WAIT"), F.lit("true")))) \
+        .otherwise(props)
+    wire = properties_to_string_column(props)
+    out = df.withColumn("properties", string_to_properties_column(wire))
+    ipv6 = lambda c: F.coalesce(F.col(c).contains("["), F.lit(False)).cast("int")  # noqa: E731
+    return (out
+            .withColumn("tags", F.col("properties")["TAGS"])
+            .withColumn("keys", F.col("properties")["KEYS"])
+            .withColumn("body", F.coalesce(F.col("body"), F.lit(b"")))
+            .withColumn("flag", F.coalesce(F.col("flag"), F.lit(0)))
+            .withColumn("born_host", F.coalesce(F.col("born_host"), F.lit("127.0.0.1:0")))
+            .withColumn("store_size", (F.lit(91) + F.length("body") + F.octet_length("topic")
+                                       + F.octet_length(wire) + ipv6("born_host") * 12).cast("int")))
+
+
+# --- pass 1: counts, and the driver's plan ------------------------------------------------
+
+def _count_partition(batches):
+    """Pass 1, per task: rows and bytes per (topic, explicit queue). Keyed by the task's own
+    partition id, as pass 2 sees it (``spark_partition_id()`` would be folded on the driver for
+    a local relation, where every row is partition 0)."""
+    import pyarrow.compute as pc
+    from pyspark import TaskContext
+
+    totals: Dict[tuple, list] = {}
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        table = pa.Table.from_batches([batch]).select(["topic", "queue_id", "store_size"])
+        grouped = table.group_by(["topic", "queue_id"], use_threads=False).aggregate(
+            [("store_size", "count"), ("store_size", "sum")])
+        for row in grouped.to_pylist():
+            key = (row["topic"], row["queue_id"])
+            acc = totals.setdefault(key, [0, 0])
+            acc[0] += row["store_size_count"]
+            acc[1] += row["store_size_sum"]
+    pid = TaskContext.get().partitionId()
+    rows = [{"p": pid, "topic": t, "queue_id": q, "n": n, "bytes": b} for (t, q), (n, b) in totals.items()]
+    yield pa.RecordBatch.from_pylist(rows, schema=pa.schema([
+        ("p", pa.int32()), ("topic", pa.string()), ("queue_id", pa.int32()),
+        ("n", pa.int64()), ("bytes", pa.int64())]))
+
+
+def _counts(df: DataFrame) -> List[tuple]:
+    return df.mapInArrow(_count_partition, "p int, topic string, queue_id int, n long, bytes long").collect()
+
+
+def _plan(counts: List[tuple], state: CommitLogState, queue_nums: Dict[str, int]) -> Tuple[dict, CommitLogState]:
+    """Each partition's starting round-robin index per topic, starting offset per queue and
+    starting physical offset, and the state after the whole put."""
+    by_partition: Dict[int, list] = {}
+    for row in counts:
+        by_partition.setdefault(row["p"], []).append(row)
+    new = CommitLogState(state.next_commitlog_offset, state.min_commitlog_offset,
+                         {t: dict(q) for t, q in state.queues.items()}, dict(state.round_robin))
+    plan = {}
+    for p in sorted(by_partition):
+        rows = by_partition[p]
+        part = {"phys": new.next_commitlog_offset, "rr": {}, "queues": {}, "width": {}}
+        for row in rows:
+            new.next_commitlog_offset += int(row["bytes"])
+        for topic in sorted({r["topic"] for r in rows}):
+            width = queue_nums[topic]
+            part["width"][topic] = width
+            queues = new.queues.setdefault(topic, {})
+            part["queues"][topic] = {q: queues.get(q, 0) for q in range(width)}
+            for r in rows:
+                if r["topic"] == topic and r["queue_id"] is not None:
+                    queues[r["queue_id"]] = queues.get(r["queue_id"], 0) + int(r["n"])
+            n_rr = sum(int(r["n"]) for r in rows if r["topic"] == topic and r["queue_id"] is None)
+            start = new.round_robin.get(topic, 0)
+            part["rr"][topic] = start
+            for q in range(width):
+                hits = n_rr // width + (1 if (q - start) % width < n_rr % width else 0)
+                if hits:
+                    queues[q] = queues.get(q, 0) + hits
+            new.round_robin[topic] = (start + n_rr) % width
+        plan[p] = part
+    return plan, new
+
+
+# --- pass 2: assignment on the executors --------------------------------------------------
+
+def _rank_within(keys: np.ndarray) -> np.ndarray:
+    """For each row, how many earlier rows share its key (a vectorised groupby cumcount)."""
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    starts = np.r_[0, np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1]
+    run_start = np.repeat(starts, np.diff(np.r_[starts, len(keys)]))
+    ranks = np.empty(len(keys), dtype=np.int64)
+    ranks[order] = np.arange(len(keys)) - run_start
+    return ranks
+
+
+def _assigner(plan: dict):
+    """The ``mapInArrow`` function of pass 2: vectorised over each Arrow batch, carrying the
+    per-topic and per-queue counters from one batch to the next."""
+    def assign(batches):
+        import pyarrow.compute as pc
+        from pyspark import TaskContext
+
+        part = plan.get(TaskContext.get().partitionId())
+        phys = part["phys"] if part else 0
+        rr_used: Dict[str, int] = {}
+        queue_used: Dict[Tuple[str, int], int] = {}
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            encoded = batch.column("topic").dictionary_encode()
+            codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+            names = encoded.dictionary.to_pylist()
+            queue = pc.fill_null(batch.column("queue_id"), -1).to_numpy(zero_copy_only=False).astype(np.int64)
+            base = np.zeros(len(codes), dtype=np.int64)
+            for code, topic in enumerate(names):
+                mine = codes == code
+                rr_rows = mine & (queue < 0)
+                k = int(rr_rows.sum())
+                start = part["rr"][topic] + rr_used.get(topic, 0)
+                queue[rr_rows] = (start + np.arange(k)) % part["width"][topic]
+                rr_used[topic] = rr_used.get(topic, 0) + k
+                for q in np.unique(queue[mine]):
+                    key = (topic, int(q))
+                    rows = mine & (queue == q)
+                    base[rows] = part["queues"][topic][int(q)] + queue_used.get(key, 0)
+                    queue_used[key] = queue_used.get(key, 0) + int(rows.sum())
+            queue_offset = base + _rank_within(codes * 1_000_003 + queue)
+            sizes = batch.column("store_size").to_numpy(zero_copy_only=False).astype(np.int64)
+            offsets = phys + np.cumsum(sizes) - sizes
+            phys += int(sizes.sum())
+            yield (batch
+                   .set_column(batch.schema.get_field_index("queue_id"), "queue_id",
+                               pa.array(queue.astype(np.int32)))
+                   .append_column("queue_offset", pa.array(queue_offset))
+                   .append_column("commitlog_offset", pa.array(offsets)))
+    return assign
+
+
+def _store_host_prefix(store_host: str) -> str:
+    """The first 16 hex digits of an offset message id: the store host's IPv4 and port."""
+    ip, port = store_host.rsplit(":", 1)
+    return bytes(int(x) for x in ip.split(".")).hex().upper() + f"{int(port):08X}"
+
+
+def _finish(assigned: DataFrame, store_host: str, store_timestamp: int) -> DataFrame:
+    extra = {
+        "body_crc": (F.crc32("body").bitwiseAND(F.lit(0x7FFFFFFF))).cast("int"),
+        "sys_flag": F.lit(0),
+        "born_timestamp": F.coalesce(F.col("born_timestamp"), F.lit(store_timestamp)),
+        "store_timestamp": F.lit(store_timestamp).cast("long"),
+        "store_host": F.lit(store_host),
+        "reconsume_times": F.lit(0),
+        "prepared_transaction_offset": F.lit(0).cast("long"),
+        "msg_id": F.concat(F.lit(_store_host_prefix(store_host)),
+                           F.lpad(F.hex("commitlog_offset"), 16, "0")),
+    }
+    return assigned.select(*[
+        (extra[f.name] if f.name in extra else F.col(f.name)).cast(f.dataType).alias(f.name)
+        for f in S.COMMITLOG_SCHEMA.fields])
+
+
+# --- the whole put --------------------------------------------------------------------------
+
+def _check_topics(store, counts: List[tuple]) -> Dict[str, int]:
+    topics = store.topics()
+    queue_nums = {}
+    for topic in sorted({r["topic"] for r in counts}, key=str):
+        if topic is None:
+            raise PutMessageError("a message has no topic")
+        config = topics.get(topic)
+        if config is None:
+            broker = store.broker_config
+            if not broker.auto_create_topic_enable:
+                raise PutMessageError(f"topic {topic!r} does not exist; create it with create_topic()")
+            config = store.create_topic(topic, broker.default_topic_queue_nums,
+                                        broker.default_topic_queue_nums)
+        queue_nums[topic] = config.write_queue_nums
+        for r in counts:
+            if r["topic"] == topic and r["queue_id"] is not None and not 0 <= r["queue_id"] < config.write_queue_nums:
+                raise PutMessageError(f"topic {topic!r}: queue_id {r['queue_id']} is outside "
+                                      f"0..{config.write_queue_nums - 1} (write_queue_nums)")
+    return queue_nums
+
+
+def put_messages(store, messages):
+    """Append ``messages`` to the CommitLog in one Delta commit, then dispatch them.
+
+    ``messages`` is a Spark DataFrame or a list of dicts (or objects with those attributes) with
+    ``topic`` and optionally ``tags``, ``keys`` (a string or a list), ``properties`` (a dict),
+    ``body`` (bytes or str), ``queue_id``, ``flag``, ``born_timestamp``, ``born_host``. A
+    DataFrame input must be deterministic (it is read twice: once to count, once to write).
+
+    Returns what was assigned (topic, queue_id, queue_offset, commitlog_offset, msg_id): a list
+    of dicts for a list input, a DataFrame for a DataFrame input.
+    """
+    from rocketfilter.store.store import retry_on_conflict
+
+    as_list = not isinstance(messages, DataFrame)
+    if as_list:
+        messages = list(messages)
+        if not messages:
+            return []
+        df = _from_list(store.spark, messages)
+    else:
+        df = messages
+    prepared = _prepare(_conform(df), store.broker_config.broker_cluster_name)
+    store_host = f"{store.broker_config.broker_ip1}:{store.broker_config.listen_port}"
+    counts = _counts(prepared)
+    if not counts:
+        return [] if as_list else store.spark.createDataFrame([], S.COMMITLOG_SCHEMA).select(*_RESULT)
+    queue_nums = _check_topics(store, counts)
+
+    def attempt():
+        table = store.commitlog.refresh()
+        version = table.version()
+        state = store.commitlog_state()
+        plan, new_state = _plan(counts, state, queue_nums)
+        now = int(time.time() * 1000)
+        out = T.StructType(prepared.schema.fields + [T.StructField("queue_offset", T.LongType()),
+                                                     T.StructField("commitlog_offset", T.LongType())])
+        assigned = prepared.mapInArrow(_assigner(plan), out)
+        adds = table.write(_finish(assigned, store_host, now))
+        table.commit(adds, expected_version=version, custom_metadata=new_state.to_metadata())
+        return state.next_commitlog_offset, new_state.next_commitlog_offset
+
+    start, end = retry_on_conflict(attempt, "put_messages")
+    if store.config.dispatch_on_put:
+        store.dispatch()
+    result = (store.commitlog.read(store.spark, where=[("commitlog_offset", ">=", start),
+                                                       ("commitlog_offset", "<", end)])
+              .select(*_RESULT))
+    if as_list:
+        return [r.asDict() for r in result.orderBy("commitlog_offset").collect()]
+    return result
+
+
+_RESULT = ("topic", "queue_id", "queue_offset", "commitlog_offset", "msg_id")

@@ -1,0 +1,101 @@
+"""The store's tables and their Spark/Arrow schemas (documented in docs/storage.md).
+
+A store is a directory or object-store URI holding one Delta table per name below. Nothing is
+partitioned by topic: Hive partition paths mangle non-ASCII topic names, so pruning relies on
+per-file min/max statistics of (topic, queue_id, queue_offset, commitlog_offset) instead.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+from pyspark.sql.types import (
+    BinaryType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+COMMITLOG = "commitlog"
+CONSUMEQUEUE = "consumequeue"
+CONSUMER_OFFSETS = "consumer_offsets"
+TOPICS = "topics"
+TABLES = (COMMITLOG, CONSUMEQUEUE, CONSUMER_OFFSETS, TOPICS)
+
+
+def _f(name: str, dtype, nullable: bool = True) -> StructField:
+    return StructField(name, dtype, nullable)
+
+
+COMMITLOG_SCHEMA = StructType([
+    _f("commitlog_offset", LongType(), False),
+    _f("store_size", IntegerType(), False),
+    _f("topic", StringType(), False),
+    _f("queue_id", IntegerType(), False),
+    _f("queue_offset", LongType(), False),
+    _f("tags", StringType()),
+    _f("keys", StringType()),
+    _f("properties", MapType(StringType(), StringType(), True)),
+    _f("body", BinaryType()),
+    _f("body_crc", IntegerType()),
+    _f("flag", IntegerType()),
+    _f("sys_flag", IntegerType()),
+    _f("born_timestamp", LongType()),
+    _f("born_host", StringType()),
+    _f("store_timestamp", LongType()),
+    _f("store_host", StringType()),
+    _f("reconsume_times", IntegerType()),
+    _f("prepared_transaction_offset", LongType()),
+    _f("msg_id", StringType()),
+])
+
+CONSUMEQUEUE_SCHEMA = StructType([
+    _f("topic", StringType(), False),
+    _f("queue_id", IntegerType(), False),
+    _f("queue_offset", LongType(), False),
+    _f("commitlog_offset", LongType(), False),
+    _f("size", IntegerType(), False),
+    _f("tags_code", LongType()),
+    _f("store_timestamp", LongType()),
+    _f("filter_bitmap", BinaryType()),
+])
+
+CONSUMER_OFFSETS_SCHEMA = StructType([
+    _f("group", StringType(), False),
+    _f("topic", StringType(), False),
+    _f("queue_id", IntegerType(), False),
+    _f("offset", LongType(), False),
+    _f("updated_at", LongType(), False),
+])
+
+TOPICS_SCHEMA = StructType([
+    _f("topic", StringType(), False),
+    _f("read_queue_nums", IntegerType(), False),
+    _f("write_queue_nums", IntegerType(), False),
+    _f("perm", IntegerType(), False),
+    _f("topic_filter_type", StringType(), False),
+    _f("updated_at", LongType(), False),
+])
+
+SCHEMAS = {
+    COMMITLOG: COMMITLOG_SCHEMA,
+    CONSUMEQUEUE: CONSUMEQUEUE_SCHEMA,
+    CONSUMER_OFFSETS: CONSUMER_OFFSETS_SCHEMA,
+    TOPICS: TOPICS_SCHEMA,
+}
+
+# Columns whose per-file min/max the store writes and prunes on.
+STATS_COLUMNS = {
+    COMMITLOG: ("commitlog_offset", "topic", "queue_id", "queue_offset", "store_timestamp"),
+    CONSUMEQUEUE: ("topic", "queue_id", "queue_offset", "commitlog_offset", "store_timestamp"),
+    CONSUMER_OFFSETS: ("group", "topic", "queue_id"),
+    TOPICS: ("topic",),
+}
+
+
+def arrow_schema(spark_schema: StructType) -> pa.Schema:
+    """The Arrow schema Spark's parquet writer produces for ``spark_schema``."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(spark_schema)

@@ -1,0 +1,112 @@
+"""get_message on a real Delta store agrees with the plain model of §12 (tests/pull/model.py),
+reads only the ConsumeQueue files that overlap its window, and answers MESSAGE_WAS_REMOVING /
+OFFSET_TOO_SMALL around expired messages."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from rocketfilter.config import MessageStoreConfig
+from rocketfilter.pull.filter import ExpressionMessageFilter
+from rocketfilter.pull.get_message import pull_limits
+from rocketfilter.pull.result import GetMessageStatus
+from rocketfilter.selector import parse
+from rocketfilter.store import MessageStore
+from rocketfilter.tags import build_subscription, is_matched_by_consume_queue, tags_code
+from tests.pull import model
+
+TOPIC = "GetMsg"
+N = 1000
+# Small CQ "files" (250 entries) and a small in-memory threshold, so pulls meet both limits.
+CONFIG = dict(consume_queue_rows_per_file=300, consume_queue_row_group_rows=64,
+              mapped_file_size_consume_queue=250 * 20, total_physical_memory=200_000)
+
+
+@pytest.fixture(scope="module")
+def store(spark, tmp_path_factory):
+    s = MessageStore.open(str(tmp_path_factory.mktemp("getmsg") / "store"), spark,
+                          MessageStoreConfig(**CONFIG))
+    s.create_topic(TOPIC, read_queue_nums=1, write_queue_nums=1)
+    messages = [{"topic": TOPIC, "tags": ("TagA", "TagB", "TagC", "Aa", "BB")[i % 5 if i % 7 else 2],
+                 "properties": {"n": str(i)}, "body": "x" * (i % 13 * 40)} for i in range(N)]
+    for start in range(0, N, 400):  # three puts: three commit-log files
+        s.put_messages(messages[start:start + 400])
+    return s
+
+
+def _model_queue(store, cq_match, cl_match, removed_below=-1):
+    rows = store.commitlog.read(store.spark).orderBy("queue_offset").collect()
+    entries = {r["queue_offset"]: model.Entry(r["queue_offset"], r["commitlog_offset"], r["store_size"],
+                                              cq_match(r), cl_match(r), r["commitlog_offset"] < removed_below)
+               for r in rows}
+    return entries, rows
+
+
+def _check(store, message_filter, cq_match, cl_match, offsets, max_nums):
+    entries, rows = _model_queue(store, cq_match, cl_match)
+    cfg = model.Config(**dataclasses.asdict(pull_limits(store.config)))
+    max_py = store.commitlog_state().next_commitlog_offset
+    queue = model.Queue(entries, store.get_min_offset_in_queue(TOPIC, 0),
+                        store.get_max_offset_in_queue(TOPIC, 0))
+    for offset in offsets:
+        for max_msg_nums in max_nums:
+            got = store.get_message("g", TOPIC, 0, offset, max_msg_nums, message_filter)
+            want = model.get_message(queue, offset, max_msg_nums, max_py, cfg)
+            assert (got.status, got.next_begin_offset, got.message_queue_offsets,
+                    got.buffer_total_size, got.filter_message_count) == \
+                (want.status, want.next_begin_offset, want.found, want.buffer_total, want.filtered), \
+                (offset, max_msg_nums)
+            assert [m["queue_offset"] for m in got.messages] == want.found
+            assert all(m["body"] is not None for m in got.messages)
+
+
+def test_tag_pulls_agree_with_the_model(store):
+    sub = build_subscription(TOPIC, "TagA || BB")
+    codes = lambda r: is_matched_by_consume_queue(sub, tags_code(r["tags"]))  # noqa: E731
+    _check(store, ExpressionMessageFilter(sub), codes, lambda r: True,
+           offsets=[0, 1, 240, 249, 250, 700, 999, 1000, 1005], max_nums=[1, 32, 64])
+
+
+def test_sql92_pulls_agree_with_the_model(store):
+    expression = "n > 500 AND n < 620"
+    sub = build_subscription(TOPIC, expression, "SQL92")
+    data = store.filter_manager.build(TOPIC, "g", expression, "SQL92", 1)
+    selector = parse(expression)
+    _check(store, ExpressionMessageFilter(sub, data), lambda r: True,
+           lambda r: selector.matches(r["properties"]), offsets=[0, 450, 500, 610], max_nums=[32])
+
+
+def test_a_window_reads_only_the_files_that_overlap_it(store):
+    files = store.consumequeue.refresh().files()
+    assert len(files) >= 3
+    where = [("topic", "=", TOPIC), ("queue_id", "=", 0),
+             ("queue_offset", ">=", 310), ("queue_offset", "<", 310 + 800)]
+    assert len(store.consumequeue.files(where)) < len(files)
+
+
+def test_expired_messages(spark, tmp_path):
+    # Commit-log "files" of 1000 bytes: the first put's five messages (~100 bytes each) and the
+    # start of the second share file 0.
+    s = MessageStore.open(str(tmp_path / "s"), spark,
+                          MessageStoreConfig(mapped_file_size_commit_log=1000, **CONFIG))
+    s.create_topic(TOPIC, read_queue_nums=1, write_queue_nums=1)
+    put = s.put_messages([{"topic": TOPIC, "body": "b" * 100} for _ in range(20)])
+    first_live = next(i for i, r in enumerate(put) if r["commitlog_offset"] >= 1000)
+    report = s.expire(before_commitlog_offset=1500, clean_consume_queue=False)
+    assert report.min_commitlog_offset == 1000
+    removing = s.get_message("g", TOPIC, 0, 0)
+    # skipUntilPhy jumps to the next file, where the first live message is found.
+    assert removing.status is GetMessageStatus.FOUND
+    assert removing.message_queue_offsets[0] == first_live
+    s.create_topic("Other", read_queue_nums=1, write_queue_nums=1)
+    # Over two files more, so every TOPIC message lies before the file being written.
+    other = s.put_messages([{"topic": "Other", "body": "c" * 100} for _ in range(10)])
+    writing = s.commitlog_state().next_commitlog_offset // 1000 * 1000
+    assert max(r["commitlog_offset"] for r in put) < writing - 1000 < other[-1]["commitlog_offset"]
+    s.expire(before_commitlog_offset=writing, clean_consume_queue=False)
+    gone = s.get_message("g", TOPIC, 0, 0)
+    assert (gone.status, gone.next_begin_offset) == (GetMessageStatus.MESSAGE_WAS_REMOVING, 20)
+    s.expire(before_commitlog_offset=writing)  # now the queue's min offset moves too
+    too_small = s.get_message("g", TOPIC, 0, 0)
+    assert (too_small.status, too_small.next_begin_offset) == (GetMessageStatus.OFFSET_TOO_SMALL, 20)
