@@ -195,6 +195,8 @@ class MessageStoreConfig:
     dispatch_on_put: bool = True
     consume_queue_rows_per_file: int = 1_000_000
     consume_queue_row_group_rows: int = 8192
+    # A pull reads its few messages' row groups whole: keep them small.
+    commit_log_row_group_rows: int = 1024
 
     def __post_init__(self) -> None:
         _validate(self)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, List, Optional
+from typing import Any, Callable, List, Optional
 
 
 class GetMessageStatus(str, enum.Enum):
@@ -40,7 +40,7 @@ class GetMessageResult:
     """What ``DefaultMessageStore.getMessage`` answers.
 
     ``message_queue_offsets`` are the queue offsets of the found messages, in order; ``messages``
-    holds them as MessageExt-like dicts and ``dataframe`` (when built) as a Spark DataFrame.
+    holds them as MessageExt-like dicts and ``dataframe`` as a Spark DataFrame.
     """
 
     status: GetMessageStatus
@@ -54,4 +54,10 @@ class GetMessageResult:
     message_queue_offsets: List[int] = field(default_factory=list)
     messages: List[dict] = field(default_factory=list)
     funnel: FilterFunnel = field(default_factory=FilterFunnel)
-    dataframe: Optional[Any] = None
+    # Builds the DataFrame of the found messages on first use: most pulls never ask for it.
+    dataframe_factory: Optional[Callable[[], Any]] = field(default=None, repr=False)
+
+    @property
+    def dataframe(self):
+        """The found messages as a Spark DataFrame (commitlog table schema)."""
+        return None if self.dataframe_factory is None else self.dataframe_factory()

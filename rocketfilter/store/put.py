@@ -91,29 +91,50 @@ def _conform(df: DataFrame) -> DataFrame:
     return df.select(*cols)
 
 
+def _with_producer_properties(props, tags, keys, cluster_name: str):
+    """``Message.setTags``/``setKeys`` and the constructor's ``WAIT=true``, then the broker's
+    ``CLUSTER``: one map_filter and one map_concat, so the map expression is never duplicated."""
+    has = lambda c: F.coalesce(F.length(c), F.lit(0)) > 0  # noqa: E731
+    base = F.map_filter(
+        F.coalesce(props, F.create_map().cast("map<string,string>")),
+        lambda k, v: ~(((k == "TAGS") & has(tags)) | ((k == "KEYS") & has(keys)) | (k == "CLUSTER")))
+    extra = F.array(
+        F.struct(F.lit("TAGS").alias("key"), tags.alias("value")),
+        F.struct(F.lit("KEYS").alias("key"), keys.alias("value")),
+        F.struct(F.lit("WAIT").alias("key"),
+                 F.when(~F.map_contains_key(base, "WAIT"), F.lit("true")).alias("value")),
+        F.struct(F.lit("CLUSTER").alias("key"), F.lit(cluster_name).alias("value")))
+    return F.map_concat(base, F.map_from_entries(F.filter(extra, lambda e: has(e["value"]))))
+
+
+def _needs_round_trip(props):
+    """Whether the properties-string round trip can change this map (§9.1): a separator in a key
+    or value, an empty key, or a null or empty value. Most maps pass through untouched."""
+    return F.exists(F.map_entries(props), lambda e: (
+        e["key"].contains("\u0001") | e["key"].contains("\u0002") | (F.length(e["key"]) == 0)
+        | e["value"].isNull() | (F.length(e["value"]) == 0) | e["value"].contains("\u0002")))
+
+
 def _prepare(df: DataFrame, cluster_name: str) -> DataFrame:
-    """Set TAGS/KEYS/WAIT as the producer does and CLUSTER as the broker does, then normalise the
-    properties through the wire format (§9.1) and compute the record size (§9.2)."""
-    props = F.coalesce(F.col("properties"), F.create_map().cast("map<string,string>"))
-    overrides = {"TAGS": F.col("tags"), "KEYS": F.col("keys"), "CLUSTER": F.lit(cluster_name)}
-    for key, value in overrides.items():
-        set_it = F.coalesce(F.length(value), F.lit(0)) > 0
-        props = F.when(set_it, F.map_concat(F.map_filter(props, lambda k, v: k != key),
-                                            F.create_map(F.lit(key), value))).otherwise(props)
-    # Message's constructor always sets WAIT (waitStoreMsgOK defaults to true).
-    props = F.when(props["WAIT"].isNull(), F.map_concat(props, F.create_map(F.lit("WAIT"), F.lit("true")))) \
-        .otherwise(props)
-    wire = properties_to_string_column(props)
-    out = df.withColumn("properties", string_to_properties_column(wire))
+    """Set TAGS/KEYS/WAIT as the producer does and CLUSTER as the broker does, normalise the
+    properties through the wire format (§9.1) and compute the record size (§9.2). Each step is
+    its own projection: Spark keeps non-cheap expressions that are used twice apart."""
+    staged = df.withColumn("properties", _with_producer_properties(
+        F.col("properties"), F.col("tags"), F.col("keys"), cluster_name))
+    staged = staged.withColumn("_wire", properties_to_string_column("properties"))
+    staged = staged.withColumn("properties", F.when(
+        _needs_round_trip(F.col("properties")), string_to_properties_column(F.col("_wire")))
+        .otherwise(F.col("properties")))
     ipv6 = lambda c: F.coalesce(F.col(c).contains("["), F.lit(False)).cast("int")  # noqa: E731
-    return (out
+    return (staged
             .withColumn("tags", F.col("properties")["TAGS"])
             .withColumn("keys", F.col("properties")["KEYS"])
             .withColumn("body", F.coalesce(F.col("body"), F.lit(b"")))
             .withColumn("flag", F.coalesce(F.col("flag"), F.lit(0)))
             .withColumn("born_host", F.coalesce(F.col("born_host"), F.lit("127.0.0.1:0")))
             .withColumn("store_size", (F.lit(91) + F.length("body") + F.octet_length("topic")
-                                       + F.octet_length(wire) + ipv6("born_host") * 12).cast("int")))
+                                       + F.octet_length("_wire") + ipv6("born_host") * 12).cast("int"))
+            .drop("_wire"))
 
 
 # --- pass 1: counts, and the driver's plan ------------------------------------------------
@@ -321,7 +342,8 @@ def put_messages(store, messages):
         out = T.StructType(prepared.schema.fields + [T.StructField("queue_offset", T.LongType()),
                                                      T.StructField("commitlog_offset", T.LongType())])
         assigned = prepared.mapInArrow(_assigner(plan), out)
-        adds = table.write(_finish(assigned, store_host, now))
+        adds = table.write(_finish(assigned, store_host, now),
+                           row_group_rows=store.config.commit_log_row_group_rows)
         table.commit(adds, expected_version=version, custom_metadata=new_state.to_metadata())
         return state.next_commitlog_offset, new_state.next_commitlog_offset
 

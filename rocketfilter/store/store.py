@@ -18,6 +18,7 @@ from pyarrow import fs as pafs
 from rocketfilter.config import BrokerConfig, MessageStoreConfig, TopicConfig, validate_topic
 from rocketfilter.store import schema as S
 from rocketfilter.store.delta import ConcurrentCommitError, Table
+from rocketfilter.store.delta_write import filesystem_path
 from rocketfilter.store.state import (COMMITLOG_KEY, CONSUMEQUEUE_KEY, CommitLogState,
                                       ConsumeQueueState)
 
@@ -122,9 +123,8 @@ class MessageStore:
         schema = S.arrow_schema(S.SCHEMAS[name])
         if not files:
             return schema.empty_table()
-        filesystem, _ = pafs.FileSystem.from_uri(files[0].path)
-        paths = [pafs.FileSystem.from_uri(f.path)[1] for f in files]
-        return pq.read_table(paths, filesystem=filesystem, schema=schema)
+        located = [filesystem_path(f.path) for f in files]
+        return pq.read_table([p for _, p in located], filesystem=located[0][0], schema=schema)
 
     def _rewrite_small(self, name: str, update) -> Any:
         """Replace a small table's content by ``update(rows) -> (rows, result)`` in one commit."""
@@ -200,8 +200,7 @@ class MessageStore:
     # --- config files kept with the store (consumerFilter.json and the like) ---------------
 
     def _config_path(self, name: str):
-        filesystem, root = pafs.FileSystem.from_uri(self.uri if "://" in self.uri
-                                                    else f"file://{_abs(self.uri)}")
+        filesystem, root = filesystem_path(self.uri if "://" in self.uri else _abs(self.uri))
         return filesystem, f"{root}/config/{name}"
 
     def read_config(self, name: str) -> Optional[str]:

@@ -110,3 +110,28 @@ def test_expired_messages(spark, tmp_path):
     s.expire(before_commitlog_offset=writing)  # now the queue's min offset moves too
     too_small = s.get_message("g", TOPIC, 0, 0)
     assert (too_small.status, too_small.next_begin_offset) == (GetMessageStatus.OFFSET_TOO_SMALL, 20)
+
+
+def test_pull_sequence_matches_successive_get_message_calls(store):
+    from rocketfilter.pull.sequence import pull_sequence
+
+    sub = build_subscription(TOPIC, "TagA || BB")
+    message_filter = ExpressionMessageFilter(sub)
+    rows = pull_sequence(store, TOPIC, message_filter, max_msg_nums=16,
+                         start_offsets={0: 200}, end_offsets={0: 600}).collect()
+    by_pull: dict = {}
+    for r in rows:
+        by_pull.setdefault(r["pull_number"], []).append(r)
+    offset, pulls = 200, []
+    while offset < 600:
+        got = store.get_message("g", TOPIC, 0, offset, 16, message_filter)
+        pulls.append(got)
+        if got.next_begin_offset == offset:
+            break
+        offset = got.next_begin_offset
+    delivered = [(i, q) for i, got in enumerate(pulls) for q in got.message_queue_offsets]
+    seq = sorted((r["pull_number"], r["queue_offset"]) for r in rows)
+    first = min(p for p, _ in seq)
+    assert [(p - first, q) for p, q in seq] == delivered
+    for number, entries in by_pull.items():
+        assert {e["next_begin_offset"] for e in entries} == {pulls[number - first].next_begin_offset}

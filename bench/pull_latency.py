@@ -1,0 +1,90 @@
+"""Single-pull latency of ``MessageStore.get_message``, warm, for a TAG and an SQL92 subscription.
+
+Uses a store made by ``bench/ingest.py --keep`` (topic ``BenchTopic``, 8 queues), or builds one
+with ``--messages`` messages first. Pulls start at random offsets of random queues; reports p50
+and p95 latency and how many Delta files each pull's two scans read.
+
+    python bench/pull_latency.py --store /tmp/rf-bench-store [--pulls 50]
+    python bench/pull_latency.py --messages 1000000
+
+Target: p50 <= 200 ms on local[2], reading only the files that overlap the window.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+TOPIC, QUEUES = "BenchTopic", 8
+SQL = "(age BETWEEN 6 AND 9) AND (name IS NOT NULL) AND (isGender = TRUE)"
+TARGET_P50 = 0.200
+
+
+def _files_read(store, offset: int, queue_id: int, end: int) -> int:
+    where = [("topic", "=", TOPIC), ("queue_id", "=", queue_id),
+             ("queue_offset", ">=", offset), ("queue_offset", "<", end)]
+    return len(store.consumequeue.files(where))
+
+
+def run(store, name: str, message_filter, pulls: int, seed: int = 7) -> None:
+    rng = random.Random(seed)
+    ends = {q: store.get_max_offset_in_queue(TOPIC, q) for q in range(QUEUES)}
+    for _ in range(3):  # warm-up: JIT, caches, Python workers
+        store.get_message("bench", TOPIC, 0, 0, 32, message_filter)
+    times, cq_files, found = [], [], []
+    for _ in range(pulls):
+        q = rng.randrange(QUEUES)
+        offset = rng.randrange(max(1, ends[q] - 1000))
+        t0 = time.perf_counter()
+        result = store.get_message("bench", TOPIC, q, offset, 32, message_filter)
+        times.append(time.perf_counter() - t0)
+        cq_files.append(_files_read(store, offset, q, result.next_begin_offset))
+        found.append(result.message_count)
+    times.sort()
+    p50, p95 = statistics.median(times), times[int(0.95 * (len(times) - 1))]
+    print(f"{name:6s} pulls={pulls} p50={p50 * 1000:7.1f} ms  p95={p95 * 1000:7.1f} ms  "
+          f"consumequeue files/pull: max {max(cq_files)} (of {len(store.consumequeue.files())})  "
+          f"messages/pull: mean {statistics.mean(found):.1f}  "
+          f"p50 target {'met' if p50 <= TARGET_P50 else 'MISSED'}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store")
+    parser.add_argument("--messages", type=int, default=1_000_000)
+    parser.add_argument("--pulls", type=int, default=50)
+    args = parser.parse_args()
+    root = args.store
+    if root is None:
+        root = tempfile.mkdtemp(prefix="rf-bench-pull-")
+        subprocess.run([sys.executable, str(REPO / "bench" / "ingest.py"), "--messages",
+                        str(args.messages), "--store", root, "--keep"], check=True)
+
+    from pyspark.sql import SparkSession
+
+    from rocketfilter.pull.filter import ExpressionMessageFilter
+    from rocketfilter.session import get_spark
+    from rocketfilter.store import MessageStore
+    from rocketfilter.tags import build_subscription
+
+    spark = get_spark(SparkSession.builder.appName("rocketfilter-bench-pull").master("local[2]")
+                      .config("spark.ui.enabled", "false"))
+    spark.sparkContext.setLogLevel("ERROR")
+    store = MessageStore.open(root, spark)
+    print(f"store {root}: {sum(store.get_max_offset_in_queue(TOPIC, q) for q in range(QUEUES)):,} entries")
+    tag = ExpressionMessageFilter(build_subscription(TOPIC, "Tag1 || Tag3"))
+    data = store.filter_manager.build(TOPIC, "bench", SQL, "SQL92", 1)
+    sql = ExpressionMessageFilter(build_subscription(TOPIC, SQL, "SQL92"), data)
+    run(store, "TAG", tag, args.pulls)
+    run(store, "SQL92", sql, args.pulls)
+
+
+if __name__ == "__main__":
+    main()
