@@ -143,7 +143,6 @@ def _count_partition(batches):
     """Pass 1, per task: rows and bytes per (topic, explicit queue). Keyed by the task's own
     partition id, as pass 2 sees it (``spark_partition_id()`` would be folded on the driver for
     a local relation, where every row is partition 0)."""
-    import pyarrow.compute as pc
     from pyspark import TaskContext
 
     totals: Dict[tuple, list] = {}

@@ -2,7 +2,6 @@
 DataFrames; damage stops validation, or is counted and left out with skip_damaged."""
 from __future__ import annotations
 
-import json
 import shutil
 import struct
 from pathlib import Path
@@ -12,22 +11,7 @@ import pytest
 from rocketfilter.store.importer import scan_store
 from rocketfilter.store.records import StoreFormatError
 from rocketfilter.store.schema import COMMITLOG_SCHEMA, CONSUMEQUEUE_SCHEMA
-from tests.store.test_records import expected_fields, unpack_sample
-
-
-@pytest.fixture(scope="module")
-def sample(tmp_path_factory) -> Path:
-    return unpack_sample(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def manifest(sample) -> dict:
-    kinds: dict = {}
-    with open(sample / "manifest.jsonl", encoding="utf-8") as f:
-        for line in f:
-            entry = json.loads(line)
-            kinds.setdefault(entry["kind"], []).append(entry)
-    return kinds
+from tests.store.test_records import expected_fields
 
 
 @pytest.fixture(scope="module")

@@ -3,10 +3,7 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 import struct
-import tarfile
-from pathlib import Path
 from typing import Dict, List
 
 import pytest
@@ -34,31 +31,6 @@ from rocketfilter.store.records import (
     scan_commitlog,
 )
 
-ARCHIVE = Path(__file__).parent.parent / "data" / "rocketmq_store_sample.tar.xz"
-
-
-def unpack_sample(tmp_path_factory) -> Path:
-    """The sample store, unpacked once per session (both store test modules share it)."""
-    target = tmp_path_factory.getbasetemp() / "rocketmq_store_sample"
-    if not (target / "manifest.jsonl").exists():
-        with tarfile.open(ARCHIVE) as tar:
-            tar.extractall(target, filter="data")
-    return target
-
-
-@pytest.fixture(scope="module")
-def sample(tmp_path_factory) -> Path:
-    return unpack_sample(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def manifest(sample) -> Dict[str, list]:
-    kinds: Dict[str, list] = {}
-    with open(sample / "manifest.jsonl", encoding="utf-8") as f:
-        for line in f:
-            entry = json.loads(line)
-            kinds.setdefault(entry["kind"], []).append(entry)
-    return kinds
 
 
 @pytest.fixture(scope="module")

@@ -6,12 +6,11 @@ import pytest
 from rocketfilter.config import MessageStoreConfig
 from rocketfilter.store import MessageStore
 from rocketfilter.store.import_job import StoreNotEmptyError
-from tests.store.test_importer import manifest, sample  # noqa: F401  (module fixtures)
 from tests.store.test_records import expected_fields
 
 
 @pytest.fixture(scope="module")
-def store(spark, sample, tmp_path_factory):  # noqa: F811
+def store(spark, sample, tmp_path_factory):
     target = MessageStore.open(str(tmp_path_factory.mktemp("imported") / "store"), spark,
                                MessageStoreConfig(consume_queue_rows_per_file=1000))
     report = target.import_store(str(sample))
@@ -19,7 +18,7 @@ def store(spark, sample, tmp_path_factory):  # noqa: F811
     return target
 
 
-def test_every_message_is_in_the_commitlog_table(store, manifest):  # noqa: F811
+def test_every_message_is_in_the_commitlog_table(store, manifest):
     rows = {r["commitlog_offset"]: r.asDict() for r in store.commitlog.read(store.spark).collect()}
     assert len(rows) == len(manifest["message"]) == 2997
     wrong = [f"{m['commitLogOffset']} {k}" for m in manifest["message"]
@@ -28,7 +27,7 @@ def test_every_message_is_in_the_commitlog_table(store, manifest):  # noqa: F811
     assert not wrong, wrong[:20]
 
 
-def test_every_unit_is_in_the_consumequeue_table_and_the_marks_follow(store, manifest):  # noqa: F811
+def test_every_unit_is_in_the_consumequeue_table_and_the_marks_follow(store, manifest):
     rows = {(r["topic"], r["queue_id"], r["queue_offset"]): r
             for r in store.consumequeue.read(store.spark).collect()}
     assert len(rows) == len(manifest["cq_entry"]) == 2997
@@ -47,7 +46,7 @@ def test_every_unit_is_in_the_consumequeue_table_and_the_marks_follow(store, man
     assert put[0]["queue_offset"] == _units_per_queue(manifest)[("TopicTest", 0)]
 
 
-def test_import_into_a_store_with_messages_is_refused(store, sample):  # noqa: F811
+def test_import_into_a_store_with_messages_is_refused(store, sample):
     with pytest.raises(StoreNotEmptyError, match="already holds messages"):
         store.import_store(str(sample))
 
