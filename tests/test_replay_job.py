@@ -1,0 +1,101 @@
+"""spark_jobs/replay.py in-process on the suite's session: per-queue summaries of a TAG and an SQL92
+replay of a 20-message store, the parquet output, and one-line errors without a traceback."""
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+TOPIC = "OrderEvents"
+
+
+def _load_job():
+    spec = importlib.util.spec_from_file_location(
+        "replay_job", Path(__file__).resolve().parents[1] / "spark_jobs" / "replay.py")
+    job = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(job)
+    return job
+
+
+job = _load_job()
+
+
+@pytest.fixture(scope="module")
+def store_uri(spark, tmp_path_factory) -> str:
+    """20 messages over 4 queues (round robin: message i lands in queue i % 4 at offset i // 4).
+    Tags cycle TagA/TagB/TagC, except message 19, tagged BB (the tag code of "Aa")."""
+    from rocketfilter.store import MessageStore
+
+    uri = str(tmp_path_factory.mktemp("replay") / "store")
+    store = MessageStore.open(uri, spark)
+    store.create_topic(TOPIC, read_queue_nums=4, write_queue_nums=4)
+    store.put_messages([
+        {"topic": TOPIC, "tags": "BB" if i == 19 else ["TagA", "TagB", "TagC"][i % 3], "keys": f"order-{i}",
+         "properties": {"region": ["eu", "us"][i % 2], "amount": str(10 * i)}, "body": f"order {i}"}
+        for i in range(20)])
+    return uri
+
+
+def _run(capsys, *argv):
+    code = job.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _queue_lines(out: str) -> dict:
+    """queue id -> (delivered, pulls, next_begin_offset) from the summary lines."""
+    found = re.findall(r"^queue (\d+): delivered (\d+), pulls (\d+), next_begin_offset (\d+)", out, re.M)
+    return {int(q): (int(d), int(p), int(n)) for q, d, p, n in found}
+
+
+def test_tag_replay_summary_and_output(spark, store_uri, tmp_path, capsys):
+    # TagA: messages 0, 3, 6, 9, 12, 15, 18. BB (message 19, queue 3 offset 4) passes the broker's
+    # tag-code check for "Aa" and is dropped by the client's exact check.
+    output = str(tmp_path / "out")
+    code, out, err = _run(capsys, "--store", store_uri, "--topic", TOPIC, "--tags", "TagA || Aa",
+                          "--max-msg-nums", "2", "--output", output)
+    assert code == 0, err
+    assert _queue_lines(out) == {0: (2, 2, 5), 1: (1, 1, 5), 2: (2, 1, 5), 3: (2, 2, 5)}
+    assert "queue 3: delivered 2, pulls 2, next_begin_offset 5 (1 dropped by the client's exact tag check)" in out
+    assert f"{TOPIC}: delivered 7 messages in 6 pulls from 4 queues (TAG 'TagA || Aa')" in out
+    assert re.search(r"^queue 0 offset 0: msg_id \w+ tags TagA keys order-0$", out, re.M)
+    written = spark.read.parquet(output)
+    assert sorted(r["keys"] for r in written.collect()) == sorted(f"order-{i}" for i in (0, 3, 6, 9, 12, 15, 18))
+    assert {"pull_number", "next_begin_offset", "tags", "properties", "body", "msg_id"} <= set(written.columns)
+
+
+def test_sql92_replay_summary(store_uri, capsys):
+    # eu (even i) and amount >= 100: messages 10, 12, 14, 16, 18 -> queues 2, 0, 2, 0, 2.
+    code, out, err = _run(capsys, "--store", store_uri, "--topic", TOPIC, "--sql",
+                          "region = 'eu' AND amount >= 100", "--group", "GID_eu", "--summary")
+    assert code == 0, err
+    assert _queue_lines(out) == {0: (2, 1, 5), 1: (0, 1, 5), 2: (3, 1, 5), 3: (0, 1, 5)}
+    assert "msg_id" not in out  # --summary: no message lines
+    assert f"{TOPIC}: delivered 5 messages in 4 pulls" in out
+
+
+def _one_error_line(err: str) -> str:
+    assert "Traceback" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("replay.py: error: "), err
+    return lines[0]
+
+
+def test_unknown_topic_is_one_line(store_uri, capsys):
+    code, out, err = _run(capsys, "--store", store_uri, "--topic", "NoSuchTopic")
+    assert code == 2 and out == ""
+    assert "topic 'NoSuchTopic' does not exist" in _one_error_line(err)
+
+
+def test_bad_selector_is_one_line(store_uri, capsys):
+    code, out, err = _run(capsys, "--store", store_uri, "--topic", TOPIC, "--sql", "amount >")
+    assert code == 2 and out == ""
+    assert "SelectorSyntaxError" in _one_error_line(err)
+
+
+def test_missing_store_is_one_line_and_not_created(tmp_path, capsys):
+    code, out, err = _run(capsys, "--store", str(tmp_path / "none"), "--topic", TOPIC)
+    assert code == 1 and "no rocketfilter store" in _one_error_line(err)
+    assert not (tmp_path / "none").exists()
