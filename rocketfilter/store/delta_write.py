@@ -168,7 +168,8 @@ class ParquetFileSequence:
     """
 
     def __init__(self, root_uri: str, schema: pa.Schema, stats_columns: Sequence[str], *,
-                 max_rows_per_file: int, row_group_rows: int, task: int = 0):
+                 max_rows_per_file: int, row_group_rows: int, task: int = 0,
+                 split_on: Sequence[str] = ()):
         if max_rows_per_file < 1 or row_group_rows < 1:
             raise ValueError("max_rows_per_file and row_group_rows must be positive, got "
                              f"{max_rows_per_file} and {row_group_rows}")
@@ -182,11 +183,31 @@ class ParquetFileSequence:
         self._file_rows = 0
         # Everything but binary bodies gains from dictionary pages; bodies only waste CPU trying.
         self._dictionary = [f.name for f in schema if not pa.types.is_binary(f.type)]
+        # A new file starts whenever these columns change value, so per-column min/max stats
+        # describe one key (one queue) exactly and prune precisely.
+        self.split_on, self._key = list(split_on), None
 
     def write(self, batch: pa.RecordBatch) -> None:
         batch = conform_batch(batch, self.schema, self.root_uri)
         if batch.num_rows == 0:
             return
+        if not self.split_on:
+            self._append(batch)
+            return
+        for segment in _runs(batch, self.split_on):
+            key = tuple(segment.column(c)[0].as_py() for c in self.split_on)
+            if self._key is not None and key != self._key:
+                self._flush()
+                self._close_file()
+            self._key = key
+            self._append(segment)
+
+    def _flush(self) -> None:
+        if self._pending_rows:
+            self._emit(pa.Table.from_batches(self._pending, self.schema))
+        self._pending, self._pending_rows = [], 0
+
+    def _append(self, batch: pa.RecordBatch) -> None:
         self._pending.append(batch)
         self._pending_rows += batch.num_rows
         if self._pending_rows >= self.group_rows:
@@ -197,9 +218,7 @@ class ParquetFileSequence:
             self._pending, self._pending_rows = rest.to_batches(), rest.num_rows
 
     def close(self) -> List[dict]:
-        if self._pending_rows:
-            self._emit(pa.Table.from_batches(self._pending, self.schema))
-        self._pending, self._pending_rows = [], 0
+        self._flush()
         self._close_file()
         return self.results
 
@@ -247,14 +266,30 @@ class ParquetFileSequence:
         self._writer = self._sink = self._stats = None
 
 
+def _runs(batch: pa.RecordBatch, columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
+    """Consecutive slices of ``batch`` over which ``columns`` keep one value."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    n = batch.num_rows
+    change = np.zeros(max(n - 1, 0), dtype=bool)
+    for name in columns:
+        col = batch.column(name)
+        differs = pc.not_equal(col.slice(1), col.slice(0, n - 1))
+        change |= pc.fill_null(differs, True).to_numpy(zero_copy_only=False)
+    bounds = [0, *(np.flatnonzero(change) + 1).tolist(), n]
+    for start, end in zip(bounds, bounds[1:]):
+        yield batch.slice(start, end - start)
+
+
 def write_batches(batches: Iterable[pa.RecordBatch], root_uri: str, schema: pa.Schema,
                   stats_columns: Sequence[str], *, max_rows_per_file: int, row_group_rows: int,
-                  task: int = 0) -> List[dict]:
+                  task: int = 0, split_on: Sequence[str] = ()) -> List[dict]:
     """Write ``batches`` under ``root_uri``; return one :data:`RESULT_SCHEMA` dict per file.
 
     On failure the files written so far are deleted before the error propagates.
     """
-    files = ParquetFileSequence(root_uri, schema, stats_columns, task=task,
+    files = ParquetFileSequence(root_uri, schema, stats_columns, task=task, split_on=split_on,
                                 max_rows_per_file=max_rows_per_file, row_group_rows=row_group_rows)
     try:
         for batch in batches:
@@ -266,14 +301,15 @@ def write_batches(batches: Iterable[pa.RecordBatch], root_uri: str, schema: pa.S
 
 
 def write_dataframe(df, root_uri: str, schema: pa.Schema, stats_columns: Sequence[str], *,
-                    max_rows_per_file: int, row_group_rows: int) -> List[dict]:
+                    max_rows_per_file: int, row_group_rows: int,
+                    split_on: Sequence[str] = ()) -> List[dict]:
     """Have Spark's executors write ``df`` (already in table schema) under ``root_uri``.
 
     Only the :data:`RESULT_SCHEMA` rows come back to the driver, never the data.
     """
     body = functools.partial(write_partition, root_uri=root_uri, schema=schema,
                              stats_columns=list(stats_columns), max_rows_per_file=max_rows_per_file,
-                             row_group_rows=row_group_rows)
+                             row_group_rows=row_group_rows, split_on=list(split_on))
     return [row.asDict() for row in df.mapInArrow(body, RESULT_DDL).collect()]
 
 
@@ -314,13 +350,13 @@ def write_problem(writer_features: Iterable[str], configuration: Dict[str, str],
 
 def write_partition(batches: Iterator[pa.RecordBatch], *, root_uri: str, schema: pa.Schema,
                     stats_columns: Sequence[str], max_rows_per_file: int,
-                    row_group_rows: int) -> Iterator[pa.RecordBatch]:
+                    row_group_rows: int, split_on: Sequence[str] = ()) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body: write this partition's rows, yield only the file descriptions."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
     task = context.partitionId() if context is not None else 0
-    rows = write_batches(batches, root_uri, schema, stats_columns, task=task,
+    rows = write_batches(batches, root_uri, schema, stats_columns, task=task, split_on=split_on,
                          max_rows_per_file=max_rows_per_file, row_group_rows=row_group_rows)
     if rows:
         yield pa.RecordBatch.from_pylist(rows, schema=RESULT_SCHEMA)
@@ -344,16 +380,18 @@ class TableWriter:
                 for r in rows]
 
     def _write_df(self, df, max_rows_per_file: int, row_group_rows: int,
-                  data_change: bool) -> list:
-        rows = write_dataframe(df, self.uri, self.arrow_schema, self.stats_columns,
+                  data_change: bool, split_on: Sequence[str] = ()) -> list:
+        rows = write_dataframe(df, self.uri, self.arrow_schema, self.stats_columns, split_on=split_on,
                                max_rows_per_file=max_rows_per_file, row_group_rows=row_group_rows)
         return self._adds(rows, data_change)
 
     def write(self, df, *, sort_by: Sequence[str] = (),
-              max_rows_per_file: int = 1_000_000, row_group_rows: int = 8192) -> list:
+              max_rows_per_file: int = 1_000_000, row_group_rows: int = 8192,
+              split_on: Sequence[str] = ()) -> list:
         """Write ``df`` as new data files; return their ``AddAction``\\ s for :meth:`commit`.
 
-        Each Spark partition writes one or more files, its rows sorted by ``sort_by``.
+        Each Spark partition writes one or more files, its rows sorted by ``sort_by``; a new file
+        starts whenever the ``split_on`` columns change value.
 
         >>> t.commit(t.write(df, sort_by=["topic", "queue_id", "queue_offset"]))  # doctest: +SKIP
         """
@@ -367,7 +405,7 @@ class TableWriter:
         df = df.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in self.schema.fields])
         if sort_by:
             df = df.sortWithinPartitions(*sort_by)
-        return self._write_df(df, max_rows_per_file, row_group_rows, True)
+        return self._write_df(df, max_rows_per_file, row_group_rows, True, split_on)
 
     def write_arrow(self, table: pa.Table, *, max_rows_per_file: int = 1_000_000,
                     row_group_rows: int = 8192) -> list:
@@ -386,7 +424,8 @@ class TableWriter:
 
     def rewrite(self, spark, files: list, *, sort_by: Sequence[str],
                 max_rows_per_file: int, custom_metadata: Optional[dict] = None,
-                row_group_rows: int = 8192, expected_version: Optional[int] = None) -> int:
+                row_group_rows: int = 8192, expected_version: Optional[int] = None,
+                split_on: Sequence[str] = ()) -> int:
         """Compact ``files`` into new files clustered by ``sort_by``; one dataChange=false commit.
 
         Concurrent appends do not disturb it, unless ``custom_metadata`` is given: it then commits
@@ -406,7 +445,7 @@ class TableWriter:
         # Range partitioning gives each output file a narrow (topic, queue, offset) span.
         df = (df.repartitionByRange(parts, *sort_by).sortWithinPartitions(*sort_by) if sort_by
               else df.coalesce(parts))
-        adds = self._write_df(df, max_rows_per_file, row_group_rows, False)
+        adds = self._write_df(df, max_rows_per_file, row_group_rows, False, split_on)
         try:
             return self.commit(adds, files, custom_metadata=custom_metadata, operation="OPTIMIZE",
                                data_change=False, expected_version=expected_version)

@@ -64,13 +64,14 @@ def _bitmap_column(store, topics: List[str]):
 
 
 def write_consumequeue(store, rows: DataFrame, n_rows: int) -> list:
-    """Write ConsumeQueue rows clustered by (topic, queue_id, queue_offset), so each file holds
-    one contiguous stretch of few queues and a window read touches one or two files."""
+    """Write ConsumeQueue rows clustered by (topic, queue_id, queue_offset), one queue per file,
+    so each file's statistics bound one stretch of one queue and a window read touches one or
+    two files."""
     per_file = store.config.consume_queue_rows_per_file
     parts = max(1, math.ceil(n_rows / per_file))
     ordered = (rows.repartitionByRange(parts, "topic", "queue_id", "queue_offset")
                .sortWithinPartitions("topic", "queue_id", "queue_offset"))
-    return store.consumequeue.write(ordered, max_rows_per_file=per_file,
+    return store.consumequeue.write(ordered, max_rows_per_file=per_file, split_on=("topic", "queue_id"),
                                     row_group_rows=store.config.consume_queue_row_group_rows)
 
 

@@ -113,15 +113,16 @@ def compact(store, *, small_file_rows: Optional[int] = None) -> dict:
 
     limit = small_file_rows or store.config.consume_queue_rows_per_file // 2
     result = {}
-    for name, sort_by, state_of in (
-            ("commitlog", ("commitlog_offset",), store.commitlog_state),
-            ("consumequeue", ("topic", "queue_id", "queue_offset"), store.consumequeue_state)):
-        def attempt(name=name, sort_by=sort_by, state_of=state_of):
+    for name, sort_by, split_on, state_of in (
+            ("commitlog", ("commitlog_offset",), (), store.commitlog_state),
+            ("consumequeue", ("topic", "queue_id", "queue_offset"), ("topic", "queue_id"),
+             store.consumequeue_state)):
+        def attempt(name=name, sort_by=sort_by, split_on=split_on, state_of=state_of):
             table = store.tables[name].refresh()
             before = table.files()
             small = [f for f in before if f.num_records < limit]
             if len(small) > 1:
-                table.rewrite(store.spark, small, sort_by=sort_by,
+                table.rewrite(store.spark, small, sort_by=sort_by, split_on=split_on,
                               max_rows_per_file=store.config.consume_queue_rows_per_file,
                               custom_metadata=state_of().to_metadata())
             table.checkpoint()

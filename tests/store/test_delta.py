@@ -389,3 +389,20 @@ def test_native_delta_read_matches(spark, tmp_path):
     t = _open_topics(tmp_path)
     t.commit(t.write_arrow(_topics(["a", "b"])))
     assert sorted(t.read(spark, native=True).collect()) == sorted(t.read(spark, native=False).collect())
+
+
+def test_split_on_starts_a_new_file_per_key(spark, tmp_path):
+    from rocketfilter.store.delta import Table
+    from rocketfilter.store.schema import CONSUMEQUEUE, SCHEMAS, STATS_COLUMNS
+
+    table = Table.open(str(tmp_path / "cq"), SCHEMAS[CONSUMEQUEUE], stats_columns=STATS_COLUMNS[CONSUMEQUEUE])
+    df = spark.createDataFrame(
+        [("T", q, o, q * 1000 + o, 10, 0, 0, None) for q in range(3) for o in range(50)],
+        SCHEMAS[CONSUMEQUEUE]).coalesce(1)
+    table.commit(table.write(df, sort_by=["topic", "queue_id", "queue_offset"],
+                             split_on=["topic", "queue_id"], row_group_rows=16))
+    files = table.refresh().files()
+    assert sorted((f.min["queue_id"], f.max["queue_id"], f.num_records) for f in files) == \
+        [(0, 0, 50), (1, 1, 50), (2, 2, 50)]
+    where = [("queue_id", "=", 1), ("queue_offset", ">=", 10), ("queue_offset", "<", 20)]
+    assert len(table.files(where)) == 1 and table.read(spark, where=where).count() == 10
