@@ -3,13 +3,15 @@
 Generates ``--rows`` synthetic messages with Spark itself (``spark.range`` and built-in
 functions, nothing built on the driver), writes them as zstd parquet to a temporary directory,
 then times one selector three ways, each as ``spark.read.parquet(path).filter(pred).count()``
-(best of ``--repeat`` after one warm-up), under ANSI mode on and off:
+(best of ``--repeat`` after one warm-up; (1) and (2) in interleaved rounds, so that load from
+other processes skews neither), under ANSI mode on and off:
 
 1. ``parse(SELECTOR).to_column("properties")`` -- rocketfilter's compiled Column;
 2. the same predicate hand-written with plain Spark casts (no Java-exact parsing);
 3. the Python reference evaluator in a plain Python ``udf`` (a baseline only).
 
     python bench/selector_throughput.py [--rows 5000000] [--repeat 3] [--explain]
+                                        [--keep DIR [--reuse]]
 
 Targets: (1)/(2) <= 1.3 and (3)/(1) >= 20.
 """
@@ -90,34 +92,41 @@ def predicates():
     }
 
 
-def best_time(spark, path: str, pred, repeat: int) -> tuple:
-    df = spark.read.parquet(path).filter(pred)
-    count = df.count()  # warm-up
-    times = []
+def best_times(spark, path: str, preds: dict, repeat: int) -> dict:
+    """Best of ``repeat`` timed counts per predicate, after one warm-up each. The rounds are
+    interleaved (1, 2, 1, 2, ...) so that load from other processes on a shared machine hits
+    every predicate alike instead of skewing their ratio."""
+    frames = {name: spark.read.parquet(path).filter(pred) for name, pred in preds.items()}
+    counts = {name: df.count() for name, df in frames.items()}  # warm-up
+    times: dict = {name: [] for name in frames}
     for _ in range(repeat):
-        start = time.perf_counter()
-        again = df.count()
-        times.append(time.perf_counter() - start)
-        assert again == count, (again, count)
-    return min(times), count
+        for name, df in frames.items():
+            start = time.perf_counter()
+            again = df.count()
+            times[name].append(time.perf_counter() - start)
+            assert again == counts[name], (name, again, counts[name])
+    return {name: (min(times[name]), counts[name]) for name in frames}
 
 
 def run_mode(spark, path: str, ansi: str, repeat: int, explain: bool) -> dict:
     spark.conf.set("spark.sql.ansi.enabled", ansi)
-    results = {}
     print(f"\n== spark.sql.ansi.enabled={ansi} ==")
-    for name, pred in predicates().items():
-        if explain and name != "python-udf":
+    preds = predicates()
+    if explain:
+        for name in ("rocketfilter", "hand-written"):
             print(f"-- plan: {name}")
-            spark.read.parquet(path).filter(pred).explain("formatted")
-        seconds, count = best_time(spark, path, pred, repeat)
-        results[name] = (seconds, count)
-        print(f"  ({len(results)}) {name:13s} best {seconds:7.3f} s   count {count:,}", flush=True)
+            spark.read.parquet(path).filter(preds[name]).explain("formatted")
+    results = best_times(spark, path, {k: preds[k] for k in ("rocketfilter", "hand-written")},
+                         repeat)
+    results.update(best_times(spark, path, {"python-udf": preds["python-udf"]}, repeat))
+    for i, (name, (seconds, count)) in enumerate(results.items(), 1):
+        print(f"  ({i}) {name:13s} best {seconds:7.3f} s   count {count:,}", flush=True)
     counts = {c for _, c in results.values()}
     (t1, _), (t2, _), (t3, _) = (results[k] for k in ("rocketfilter", "hand-written",
                                                       "python-udf"))
     r12, r31 = t1 / t2, t3 / t1
-    print(f"  counts equal: {len(counts) == 1} ({', '.join(f'{c:,}' for _, c in results.values())})")
+    listed = ", ".join(f"{c:,}" for _, c in results.values())
+    print(f"  counts equal: {len(counts) == 1} ({listed})")
     print(f"  (1)/(2) rocketfilter / hand-written = {r12:.2f}  (target <= {TARGET_HANDWRITTEN}): "
           f"{'OK' if r12 <= TARGET_HANDWRITTEN else 'MISSED'}")
     print(f"  (3)/(1) udf / rocketfilter          = {r31:.1f}  (target >= {TARGET_UDF:g}): "
@@ -133,6 +142,9 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per way (best kept)")
     parser.add_argument("--explain", action="store_true", help="print the formatted plans")
     parser.add_argument("--keep", metavar="DIR", help="write the data here and keep it")
+    parser.add_argument("--reuse", action="store_true",
+                        help="with --keep: reuse the data already in DIR (generating 5M rows "
+                             "takes about a minute)")
     args = parser.parse_args(argv)
 
     spark = session()
@@ -140,11 +152,15 @@ def main(argv=None) -> int:
     path = os.path.join(workdir, "messages.parquet")
     try:
         start = time.perf_counter()
-        generate(spark, args.rows, path)
+        reused = args.reuse and args.keep and Path(path).is_dir()
+        if not reused:
+            generate(spark, args.rows, path)
+        rows = spark.read.parquet(path).count()
         size = sum(f.stat().st_size for f in Path(path).glob("*.parquet"))
         print(f"selector: {SELECTOR}")
-        print(f"data: {args.rows:,} rows, {size / 2**20:.1f} MiB zstd parquet, "
-              f"written in {time.perf_counter() - start:.1f} s ({path})")
+        print(f"data: {rows:,} rows, {size / 2**20:.1f} MiB zstd parquet, "
+              f"{'reused' if reused else 'written'} in {time.perf_counter() - start:.1f} s "
+              f"({path})")
         print(f"spark {spark.version}, master {spark.sparkContext.master}, "
               f"best of {args.repeat} after one warm-up")
         for ansi in ("true", "false"):

@@ -1,13 +1,21 @@
-"""Shared fixtures: one SparkSession for the whole suite, and the conformance case files."""
+"""Shared fixtures: one SparkSession for the whole suite, and the conformance case files.
+
+The conformance files were produced by RocketMQ's own Java code; they are ground truth. Every
+test reads them through ``Conformance`` (also the ``conformance`` fixture), which reads each file
+once per session. The SQL92 cases are also pytest parameters: a test that asks for
+``sql92_case`` (sql92_cases.jsonl) or ``typed_case`` (sql92_typed_cases.jsonl), or for their
+``..._compiled_case`` subsets, runs once per case with the case id as its test id.
+"""
 from __future__ import annotations
 
 import json
 from functools import lru_cache
 from pathlib import Path
+from typing import Callable, Dict, Tuple
 
 import pytest
 
-CONFORMANCE_DIR = Path(__file__).parent / "conformance"
+CONFORMANCE_DIR = Path(__file__).resolve().parent / "conformance"
 
 
 class Conformance:
@@ -18,13 +26,16 @@ class Conformance:
     @staticmethod
     @lru_cache(maxsize=None)
     def json(name: str) -> dict:
+        """A ``.json`` file: sections of cases by name."""
         with open(CONFORMANCE_DIR / name, encoding="utf-8") as f:
             return json.load(f)
 
     @staticmethod
-    def jsonl(name: str) -> list:
+    @lru_cache(maxsize=None)
+    def jsonl(name: str) -> Tuple[dict, ...]:
+        """A ``.jsonl`` file: one case per line."""
         with open(CONFORMANCE_DIR / name, encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
+            return tuple(json.loads(line) for line in f if line.strip())
 
     @classmethod
     def cases(cls, name: str, section: str) -> list:
@@ -36,6 +47,11 @@ class Conformance:
         """Cases as pytest params whose test id is the case id."""
         return [pytest.param(case, id=case["id"]) for case in cls.cases(name, section)]
 
+    @classmethod
+    def compiled(cls, name: str) -> list:
+        """The cases of a SQL92 ``.jsonl`` file whose selector compiles."""
+        return [case for case in cls.jsonl(name) if case["compiled"]]
+
 
 conformance = Conformance
 
@@ -44,6 +60,53 @@ conformance = Conformance
 def conformance_fixture() -> Conformance:
     return Conformance
 
+
+# --- the SQL92 cases as parameters ------------------------------------------------------------
+
+# argument name -> (file, which cases): every case for the compile tests, the compiled ones
+# for the evaluation tests.
+CASE_PARAMETERS = {
+    "sql92_case": ("sql92_cases.jsonl", False),
+    "sql92_compiled_case": ("sql92_cases.jsonl", True),
+    "typed_case": ("sql92_typed_cases.jsonl", False),
+    "typed_compiled_case": ("sql92_typed_cases.jsonl", True),
+}
+
+
+def pytest_generate_tests(metafunc) -> None:
+    for argname, (filename, compiled_only) in CASE_PARAMETERS.items():
+        if argname in metafunc.fixturenames:
+            cases = Conformance.compiled(filename) if compiled_only else Conformance.jsonl(filename)
+            metafunc.parametrize(argname, cases, ids=[c["id"] for c in cases])
+
+
+def _typed_converters() -> Dict[str, Callable]:
+    from rocketfilter.javalang import Integer, Long
+
+    return {
+        "Integer": lambda v: Integer(int(v)),
+        "Long": lambda v: Long(int(v)),
+        "Double": float,  # Python's float() reads Java's "NaN", "Infinity", "-0.0", "4.9E-324"
+        "Boolean": lambda v: v == "true",
+        "String": str,
+        "Object": lambda v: object(),  # an arbitrary non-Comparable Java object
+    }
+
+
+def typed_props(spec: dict) -> dict:
+    """A case's ``typed_props`` as Python values: ``{"a": {"type": "Integer", "value": "5"}}``
+    -> ``{"a": Integer(5)}``."""
+    convert = _typed_converters()
+    return {name: convert[p["type"]](p.get("value")) for name, p in spec.items()}
+
+
+@pytest.fixture(name="typed_props", scope="session")
+def typed_props_fixture() -> Callable[[dict], dict]:
+    """The converter from a case's ``typed_props`` to typed Python values."""
+    return typed_props
+
+
+# --- Spark ------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="session")
 def spark():

@@ -4,71 +4,83 @@ Spark's own casts differ from Java's ``valueOf`` at the edges (Spark trims white
 accepts ``inf``/``nan``; Java accepts Unicode digits for ints), so each parser pairs a fast cast
 for the common, canonical text with a guarded slow path for the rest. Every function returns
 ``(value, valid)``: ``valid`` is false exactly where Java throws NumberFormatException. Both are
-meaningful only where the input is not null.
+meaningful only where the input is not null, and ``value`` is null wherever ``valid`` is false.
 """
 from __future__ import annotations
 
-import sys
-import unicodedata
-from functools import lru_cache
+from typing import Tuple
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-# Java's Character.digit(ch, 10) accepts every Unicode decimal digit (category Nd).
-_SIGNED_DIGITS = r"^[+-]?\p{Nd}+$"
-_ASCII_DIGITS = r"^[+-]?[0-9]+$"
+# The first code point (the zero) of every run of ten non-ASCII decimal digits in the BMP:
+# Character.digit(ch, 10) accepts exactly these (category Nd). Java parses UTF-16 units, so a
+# supplementary-plane digit is two surrogates, neither of them a digit: those are left out.
+# Every Nd block is a contiguous 0..9 run; tests/selector/test_javacasts.py rebuilds this list
+# from unicodedata and checks it.
+NON_ASCII_ZEROS = (
+    0x0660, 0x06F0, 0x07C0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6, 0x0C66, 0x0CE6,
+    0x0D66, 0x0DE6, 0x0E50, 0x0ED0, 0x0F20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0,
+    0x1A80, 0x1A90, 0x1B50, 0x1BB0, 0x1C40, 0x1C50, 0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0,
+    0xAA50, 0xABF0, 0xFF10,
+)
+# translate() arguments: each non-ASCII digit and the ASCII digit of the same value.
+NON_ASCII_DIGITS = "".join(chr(zero + d) for zero in NON_ASCII_ZEROS for d in range(10))
+ASCII_EQUIVALENTS = "0123456789" * len(NON_ASCII_ZEROS)
+
+# Java regex: `\z` is the very end (`$` would also match before a final line break).
+_SIGNED_DIGITS = r"^[+-]?\p{Nd}+\z"  # any Unicode digit; translate() keeps only the BMP ones
 # Java's FloatingDecimal grammar, after trimming chars <= U+0020 (Double.valueOf).
 _JAVA_DOUBLE = (r"^[\x00-\x20]*[+-]?(?:NaN|Infinity|(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)"
                 r"(?:[eE][+-]?[0-9]+)?|0[xX](?:[0-9a-fA-F]+\.?|[0-9a-fA-F]*\.[0-9a-fA-F]+)"
-                r"[pP][+-]?[0-9]+)[fFdD]?)[\x00-\x20]*$")
+                r"[pP][+-]?[0-9]+)[fFdD]?)[\x00-\x20]*\z")
 
 
-@lru_cache(maxsize=1)
-def _unicode_digits() -> tuple:
-    chars, ascii_ = [], []
-    for cp in range(sys.maxunicode + 1):
-        ch = chr(cp)
-        if not ("0" <= ch <= "9") and unicodedata.category(ch) == "Nd":
-            chars.append(ch)
-            ascii_.append(str(unicodedata.decimal(ch)))
-    return "".join(chars), "".join(ascii_)
+def _ascii_integral_shape(s: Column) -> Column:
+    """A cheap pre-check that leaves Spark's cast reading exactly Java's ASCII syntax.
+
+    ``try_cast(s as int)`` accepts ``[+-]?[0-9]+`` like Java, but also trims leading and
+    trailing blanks and controls, which Java rejects. A first byte in ``!``..``~`` and a last
+    character ``0``..``9`` rule those out; anything else malformed fails the cast itself (it
+    rejects a decimal point under TRY semantics). Byte comparisons cost far less than a
+    regular expression (measured: the whole bench selector ran 1.5x faster).
+    """
+    return ((s >= F.lit("!")) & (s < F.lit("\x7f"))
+            & F.substring(s, -1, 1).between(F.lit("0"), F.lit("9")))
 
 
-def _ascii_digits(s: Column) -> Column:
-    src, dst = _unicode_digits()
-    return F.translate(s, src, dst)
-
-
-def _integral(s: Column, spark_type: str) -> tuple:
-    # Spark's cast also trims blanks and reads "1.0"; Java reads only sign + digits, so only
-    # text of that shape reaches the cast. Non-ASCII digits are rare: translate only those.
-    ascii_ = F.when(s.rlike(_ASCII_DIGITS), s)
-    value = F.coalesce(ascii_.try_cast(spark_type),
-                       F.when(s.rlike(_SIGNED_DIGITS), _ascii_digits(s)).try_cast(spark_type))
+def _integral(s: Column, spark_type: str) -> Tuple[Column, Column]:
+    fast = F.when(_ascii_integral_shape(s), s).try_cast(spark_type)
+    # Non-ASCII digits are rare: only text made of sign + Unicode digits is translated. The
+    # translation covers the BMP digits only, so a supplementary digit survives and fails the
+    # cast, as it fails Java's parser.
+    slow = F.when(s.rlike(_SIGNED_DIGITS),
+                  F.translate(s, NON_ASCII_DIGITS, ASCII_EQUIVALENTS)).try_cast(spark_type)
+    value = F.coalesce(fast, slow)  # coalesce evaluates `slow` only where `fast` is null
     return value, value.isNotNull()
 
 
-def integer_value_of(s: Column) -> tuple:
+def integer_value_of(s: Column) -> Tuple[Column, Column]:
     """Java ``Integer.valueOf(s)``: optional sign, Unicode decimal digits, 32-bit range."""
     return _integral(s, "int")
 
 
-def long_value_of(s: Column) -> tuple:
+def long_value_of(s: Column) -> Tuple[Column, Column]:
     """Java ``Long.valueOf(s)``: optional sign, Unicode decimal digits, 64-bit range."""
     return _integral(s, "bigint")
 
 
-def double_value_of(s: Column) -> tuple:
+def double_value_of(s: Column) -> Tuple[Column, Column]:
     """Java ``Double.valueOf(s)``.
 
-    Spark's string->double cast is Java's parseDouble plus a fallback for ``inf``/``nan``
-    spellings Java rejects; only NaN and infinite results need the grammar check.
+    Spark's string->double cast is Java's parseDouble plus spellings of infinity and NaN that
+    Java rejects (``inf``, ``nan``, any case). All of those contain an ``n``, as do the only
+    two Java accepts (``NaN``, ``Infinity``): only text with an ``n`` needs the grammar check,
+    and the cast runs once.
     """
-    value = s.try_cast("double")
-    special = F.isnan(value) | (F.abs(value) == F.lit(float("inf")))
-    valid = value.isNotNull() & F.when(special, s.rlike(_JAVA_DOUBLE)).otherwise(F.lit(True))
-    return value, valid
+    plain = ~(s.contains("n") | s.contains("N"))
+    value = F.when(plain | s.rlike(_JAVA_DOUBLE), s).try_cast("double")
+    return value, value.isNotNull()
 
 
 def boolean_value_of(s: Column) -> Column:

@@ -8,9 +8,7 @@ replace, splice, duplicate, case flips), and long or deeply nested inputs.
 """
 from __future__ import annotations
 
-import json
 import random
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,10 +16,9 @@ from hypothesis import strategies as st
 
 from rocketfilter.selector import SelectorEvaluationError, SelectorSyntaxError, parse
 
-CASES = Path(__file__).resolve().parent.parent / "conformance" / "sql92_cases.jsonl"
-EXPRESSIONS = tuple(sorted({json.loads(line)["expr"]
-                            for line in CASES.read_text(encoding="utf-8").splitlines()
-                            if line.strip()}))
+from ..conftest import conformance
+
+EXPRESSIONS = tuple(sorted({case["expr"] for case in conformance.jsonl("sql92_cases.jsonl")}))
 
 # Property maps every compiled selector is also evaluated on (the evaluator must only ever
 # answer True/False/None or raise SelectorEvaluationError).

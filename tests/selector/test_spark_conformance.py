@@ -16,7 +16,7 @@ from pyspark.sql import types as T
 from rocketfilter.selector import parse
 from rocketfilter.selector.spark import compile_selector
 
-from .conftest import load_cases
+from ..conftest import conformance
 
 CHUNK = 120
 ANSI_MODES = ("true", "false")
@@ -30,7 +30,7 @@ _PY_VALUE = {"Integer": int, "Long": int, "Double": float, "Boolean": lambda v: 
 
 
 def _compiled(filename):
-    return [c for c in load_cases(filename) if c["compiled"]]
+    return conformance.compiled(filename)
 
 
 def _string_inputs():
