@@ -38,7 +38,7 @@ def run(store, name: str, message_filter, pulls: int, floor: float, seed: int = 
     ends = {q: store.get_max_offset_in_queue(TOPIC, q) for q in range(QUEUES)}
     for _ in range(3):  # warm-up: JIT, caches, Python workers
         store.get_message("bench", TOPIC, 0, 0, 32, message_filter)
-    times, cq_files, found = [], [], []
+    times, cq_files, found, jobs = [], [], [], []
     for _ in range(pulls):
         q = rng.randrange(QUEUES)
         offset = rng.randrange(max(1, ends[q] - 1000))
@@ -47,11 +47,13 @@ def run(store, name: str, message_filter, pulls: int, floor: float, seed: int = 
         times.append(time.perf_counter() - t0)
         cq_files.append(_files_read(store, offset, q, result.next_begin_offset))
         found.append(result.message_count)
+        jobs.append(result.spark_jobs)
     times.sort()
     p50, p95 = statistics.median(times), times[int(0.95 * (len(times) - 1))]
     print(f"{name:6s} pulls={pulls} p50={p50 * 1000:7.1f} ms  p95={p95 * 1000:7.1f} ms  "
           f"consumequeue files/pull: max {max(cq_files)} (of {len(store.consumequeue.files())})  "
-          f"messages/pull: mean {statistics.mean(found):.1f}  p50/floor {p50 / floor:.1f}  "
+          f"messages/pull: mean {statistics.mean(found):.1f}  Spark jobs/pull: mean "
+          f"{statistics.mean(jobs):.2f} max {max(jobs)}  p50/floor {p50 / floor:.1f}  "
           f"p50 target {'met' if p50 <= TARGET_P50 else 'MISSED'}")
 
 
@@ -75,7 +77,7 @@ def main() -> None:
     from rocketfilter.tags import build_subscription
 
     spark = get_spark(SparkSession.builder.appName("rocketfilter-bench-pull").master("local[2]")
-                      .config("spark.ui.enabled", "false"))
+                      .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false"))
     spark.sparkContext.setLogLevel("ERROR")
     store = MessageStore.open(root, spark)
     print(f"store {root}: {sum(store.get_max_offset_in_queue(TOPIC, q) for q in range(QUEUES)):,} entries")
@@ -89,7 +91,7 @@ def main() -> None:
 
 
 def _query_floor(spark) -> float:
-    """The cost of any Spark query on this machine now: a pull makes two or three."""
+    """The cost of any Spark query on this machine now: a pull usually makes one."""
     spark.range(1).toArrow()
     times = []
     for _ in range(20):

@@ -195,8 +195,9 @@ class MessageStoreConfig:
     dispatch_on_put: bool = True
     consume_queue_rows_per_file: int = 1_000_000
     consume_queue_row_group_rows: int = 8192
-    # A pull reads its few messages' row groups whole: keep them small.
-    commit_log_row_group_rows: int = 1024
+    # A pull reads whole row groups, and Spark parses a file's whole footer for any read: 4096
+    # rows measured as fast as 8192 and 1.2-1.5x faster than 1024 (a 1.2 MB footer per 500k rows).
+    commit_log_row_group_rows: int = 4096
 
     def __post_init__(self) -> None:
         _validate(self)

@@ -147,12 +147,26 @@ class ExpressionMessageFilter:
         return self.consumer_filter_data.compiled.matches(_as_mapping(properties) or {})
 
     # -- Spark, every entry ------------------------------------------------------------------
+    def _cached(self, key: tuple, build) -> Column:
+        """Columns by arguments, per filter: each costs JVM calls, a pull needs them every time."""
+        cache = self.__dict__.setdefault("_columns", {})
+        if key not in cache:
+            cache[key] = build()
+        return cache[key]
+
     def consume_queue_column(self, tags_code_col: ColumnOrName = "tags_code",
                              bitmap_col: ColumnOrName = "filter_bitmap",
                              store_timestamp_col: ColumnOrName = "store_timestamp") -> Column:
         """:meth:`is_matched_by_consume_queue` as a never-null boolean Column over consume-queue
         rows. A null ``store_timestamp`` stands for a missing ext unit, a null bitmap for a unit
         without one; both match."""
+        args = (tags_code_col, bitmap_col, store_timestamp_col)
+        if all(isinstance(a, str) for a in args):
+            return self._cached(("cq",) + args, lambda: self._consume_queue_column(*args))
+        return self._consume_queue_column(*args)
+
+    def _consume_queue_column(self, tags_code_col: ColumnOrName, bitmap_col: ColumnOrName,
+                              store_timestamp_col: ColumnOrName) -> Column:
         if self._passes_everything():
             return F.lit(True)
         sub = self.subscription_data
@@ -168,6 +182,24 @@ class ExpressionMessageFilter:
         checked = (stored.isNotNull() & (stored > F.lit(fd.born_time)) & bitmap.isNotNull()
                    & (F.length(bitmap) * 8 == F.lit(fd.bloom_filter_data.bit_num)))
         return F.when(checked, F.coalesce(bitmap_hit_column(bitmap, positions), F.lit(True))).otherwise(F.lit(True))
+
+    @property
+    def uses_bitmap(self) -> bool:
+        """Whether the consume-queue check of a SQL92 subscription can reject anything: only then
+        does it save CommitLog reads."""
+        sub = self.subscription_data
+        return (not self._passes_everything() and not is_tag_type(sub.expression_type)
+                and self._sql_data_usable(with_bloom=True) and self.bloom_data_valid)
+
+    def exact_tag_column(self, tags_col: ColumnOrName = "tags") -> Column:
+        """The client's exact tag re-check (§2.4) as a never-null boolean Column; true for
+        non-TAG subscriptions. A pull uses it to read only the bodies a consumer could keep."""
+        sub = self.subscription_data
+        if self._passes_everything() or not is_tag_type(sub.expression_type):
+            return F.lit(True)
+        if isinstance(tags_col, str):
+            return self._cached(("exact", tags_col), lambda: T.tag_exact_predicate(sub, tags_col))
+        return T.tag_exact_predicate(sub, tags_col)
 
     def commit_log_column(self, properties_col: ColumnOrName = "properties", topic: Optional[str] = None) -> Column:
         """:meth:`is_matched_by_commit_log` as a never-null boolean Column over a

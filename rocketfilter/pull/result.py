@@ -54,6 +54,7 @@ class GetMessageResult:
     message_queue_offsets: List[int] = field(default_factory=list)
     messages: List[dict] = field(default_factory=list)
     funnel: FilterFunnel = field(default_factory=FilterFunnel)
+    spark_jobs: int = 0  # Spark queries this pull ran
     # Builds the DataFrame of the found messages on first use: most pulls never ask for it.
     dataframe_factory: Optional[Callable[[], Any]] = field(default=None, repr=False)
 

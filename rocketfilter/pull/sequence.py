@@ -14,7 +14,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from rocketfilter.pull.batch import pull_sequence as _pull_sequence
-from rocketfilter.pull.get_message import _is_sql, pull_limits
+from rocketfilter.pull.get_message import pull_limits
+from rocketfilter.pull.scan import is_sql_filter
 
 
 def pull_sequence(store, topic: str, message_filter=None, *, max_msg_nums: int = 32,
@@ -45,7 +46,7 @@ def pull_sequence(store, topic: str, message_filter=None, *, max_msg_nums: int =
     entries = cq.select("topic", "queue_id", "queue_offset", "commitlog_offset", "size",
                         cq_match.alias("cq_match"),
                         (F.col("commitlog_offset") >= cl.min_commitlog_offset).alias("cl_present"))
-    if _is_sql(message_filter):
+    if is_sql_filter(message_filter):
         matched = (store.commitlog.read(store.spark, where=[("topic", "=", topic)])
                    .select("commitlog_offset", message_filter.commit_log_column().alias("cl_match")))
         entries = entries.join(matched, "commitlog_offset", "left") \

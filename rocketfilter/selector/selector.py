@@ -21,6 +21,9 @@ class Selector:
 
     text: str
     ast: A.Node = field(repr=False)
+    # Compiled Columns by (Spark context, properties column name): building one costs a few
+    # hundred JVM calls, which a small pull would otherwise pay every time.
+    _columns: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def properties(self) -> list:
@@ -68,7 +71,16 @@ class Selector:
         """
         from .spark import compile_selector
 
-        return compile_selector(self.ast, properties, schema).decision
+        if not isinstance(properties, str) or schema is not None:
+            return compile_selector(self.ast, properties, schema).decision
+        from pyspark import SparkContext
+
+        context = SparkContext._active_spark_context
+        if any(c is not context for c, _ in self._columns):
+            self._columns.clear()  # one live context at a time
+        if (context, properties) not in self._columns:
+            self._columns[(context, properties)] = compile_selector(self.ast, properties).decision
+        return self._columns[(context, properties)]
 
     def to_columns(self, properties: Union[str, "Column", None] = "properties",
                    schema: Optional["StructType"] = None) -> dict:

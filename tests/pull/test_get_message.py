@@ -61,20 +61,43 @@ def _check(store, message_filter, cq_match, cl_match, offsets, max_nums):
             assert all(m["body"] is not None for m in got.messages)
 
 
-def test_tag_pulls_agree_with_the_model(store):
+@pytest.fixture(params=["one job", "no footer statistics", "no body budget"])
+def read_path(request, monkeypatch):
+    """get_message's three ways to read (rocketfilter.pull.scan): they must answer alike."""
+    from rocketfilter.pull import scan
+
+    if request.param == "no footer statistics":
+        monkeypatch.setattr(scan.footers, "bounds", lambda *a: None)
+    elif request.param == "no body budget":
+        monkeypatch.setattr(scan, "BODY_BUDGET_BYTES", 0)
+    return request.param
+
+
+def test_tag_pulls_agree_with_the_model(store, read_path):
     sub = build_subscription(TOPIC, "TagA || BB")
     codes = lambda r: is_matched_by_consume_queue(sub, tags_code(r["tags"]))  # noqa: E731
     _check(store, ExpressionMessageFilter(sub), codes, lambda r: True,
            offsets=[0, 1, 240, 249, 250, 700, 999, 1000, 1005], max_nums=[1, 32, 64])
 
 
-def test_sql92_pulls_agree_with_the_model(store):
+def test_sql92_pulls_agree_with_the_model(store, read_path):
     expression = "n > 500 AND n < 620"
     sub = build_subscription(TOPIC, expression, "SQL92")
     data = store.filter_manager.build(TOPIC, "g", expression, "SQL92", 1)
     selector = parse(expression)
     _check(store, ExpressionMessageFilter(sub, data), lambda r: True,
            lambda r: selector.matches(r["properties"]), offsets=[0, 450, 500, 610], max_nums=[32])
+
+
+def test_a_pull_is_one_spark_job_unless_a_found_body_is_missing(store):
+    plain = store.get_message("g", TOPIC, 0, 0, 32, ExpressionMessageFilter(build_subscription(TOPIC, "TagA || TagC")))
+    assert plain.message_count > 0 and plain.spark_jobs == 1
+    # "Aa" shares "BB"'s hash: the broker delivers it, but the first read only brings the bodies
+    # the client keeps, so the collision's body takes a second read.
+    collided = store.get_message("g", TOPIC, 0, 0, 32, ExpressionMessageFilter(build_subscription(TOPIC, "BB")))
+    tags = [m["tags"] for m in collided.messages]
+    assert "Aa" in tags and collided.spark_jobs == 2
+    assert all(m["body"] is not None for m in collided.messages)
 
 
 def test_a_window_reads_only_the_files_that_overlap_it(store):
