@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Optional
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import functions as F
@@ -27,9 +28,11 @@ from rocketfilter.store import footers, schema as S
 
 BODY_BUDGET_BYTES = 16 << 20
 # Interpreted evaluation for a pull's few hundred rows: the literals (offsets) change with every
-# pull, so generated code would be compiled anew each time, which costs more than it saves.
+# pull, so generated code would be compiled anew each time, which costs more than it saves. One
+# task per file: a file split in two makes two tasks parse the same footer for one row group.
 SMALL_QUERY_CONF = {"spark.sql.codegen.wholeStage": "false",
-                    "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+                    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+                    "spark.sql.files.minPartitionNum": "1"}
 _MESSAGE_SQL = "struct(" + ", ".join(f"`{n}`" for n in S.COMMITLOG_SCHEMA.fieldNames()) + ")"
 
 
@@ -96,8 +99,8 @@ class WindowScan:
         missing = self.positions[reach & ~known]
         if len(missing):
             bodies = len(missing) * int(self.sizes.max()) <= BODY_BUDGET_BYTES
-            self._learn(_commitlog_read(store, _offsets_where(missing), message_filter.commit_log_column(),
-                                        want=F.lit(True) if bodies else None).toArrow())
+            self._learn(_commitlog_read(store, _offsets_where(missing),
+                                        _columns(message_filter, "cl", bodies)).toArrow())
             self.jobs += 1
         return self._known(self.positions)[1] & reach
 
@@ -110,7 +113,7 @@ class WindowScan:
         missing = np.array([o for o in offsets.tolist() if o not in got], np.int64)
         if len(missing):
             self.jobs += 1
-            fetched = _commitlog_read(store, _offsets_where(missing), None, want=None, rows=True).toArrow()
+            fetched = _commitlog_read(store, _offsets_where(missing), None).toArrow()
             have = fetched if have is None else pa.concat_tables([have, fetched.cast(have.schema)])
         index = {o: i for i, o in enumerate(have["commitlog_offset"].to_pylist())}
         return have.take(pa.array([index[o] for o in offsets.tolist()], pa.int64()))
@@ -123,20 +126,44 @@ def _offsets_where(offsets: np.ndarray) -> tuple:
     return where, F.expr(f"commitlog_offset IN ({','.join(str(int(v)) for v in offsets)})")
 
 
-def _commitlog_read(store, where_and_extra: tuple, ok, want, rows: bool = False):
-    """CommitLog rows as ``commitlog_offset``, ``ok`` (the selector; true when None) and, where
-    ``want`` holds, ``msg`` (the whole row); ``rows`` gives the plain rows instead."""
+def _commitlog_read(store, where_and_extra: tuple, columns: Optional[list]):
+    """CommitLog rows selected as ``columns`` (see :func:`_columns`), or whole when None."""
     where, extra = where_and_extra
     df = store.commitlog.read(store.spark, where=where)
     df = df if extra is None else df.where(extra)
-    if rows:
-        return df
-    ok = F.lit(True) if ok is None else ok
-    cols = [F.lit(1).alias("kind"), "queue_offset", "commitlog_offset",
-            F.col("store_size").alias("size"), ok.alias("ok")]
-    if want is not None:
-        cols.append(F.when(ok & want, F.expr(_MESSAGE_SQL)).alias("msg"))
-    return df.select(*cols)
+    return df if columns is None else df.select(*columns)
+
+
+_NO_FILTER_COLUMNS: dict = {}
+
+
+def _columns(message_filter, side: str, bodies: bool = False) -> list:
+    """The select list of a read: ``kind``, ``queue_offset``, ``commitlog_offset``, ``size``,
+    ``ok`` (the consume-queue check on the ``"cq"`` side, the selector on the ``"cl"`` side)
+    and with ``bodies`` ``msg``, the whole row where it could be delivered. Built once per
+    filter and Spark context: every Column costs JVM calls, which a pull would pay each time."""
+    from pyspark import SparkContext
+
+    cache = _NO_FILTER_COLUMNS if message_filter is None else message_filter.__dict__.setdefault("_scan_columns", {})
+    key = (SparkContext._active_spark_context, side, bodies)
+    if key not in cache:
+        if any(k[0] is not key[0] for k in cache):
+            cache.clear()
+        sql = is_sql_filter(message_filter)
+        if side == "cq":
+            ok = F.lit(True) if message_filter is None else message_filter.consume_queue_column()
+            cols = [F.lit(0).alias("kind"), F.col("queue_offset"), F.col("commitlog_offset"), F.col("size")]
+        else:
+            ok = message_filter.commit_log_column() if sql else F.lit(True)
+            cols = [F.lit(1).alias("kind"), F.col("queue_offset"), F.col("commitlog_offset"),
+                    F.col("store_size").alias("size")]
+        cols.append(ok.alias("ok"))
+        if bodies:
+            # TAG: only the bodies the client keeps; a hash collision's body is read if found.
+            want = ok if sql or message_filter is None else ok & message_filter.exact_tag_column()
+            cols.append(F.when(want, F.expr(_MESSAGE_SQL)).alias("msg"))
+        cache[key] = cols
+    return cache[key]
 
 
 def read_window(store, topic: str, queue_id: int, start: int, end: int, message_filter) -> WindowScan:
@@ -145,21 +172,17 @@ def read_window(store, topic: str, queue_id: int, start: int, end: int, message_
     cq_where = [("topic", "=", topic), ("queue_id", "=", queue_id),
                 ("queue_offset", ">=", start), ("queue_offset", "<", end)]
     cq_files = store.consumequeue.files(cq_where)
-    cq_match = F.lit(True) if message_filter is None else message_filter.consume_queue_column()
     query = (store.consumequeue.read(store.spark, where=cq_where, files=cq_files)
-             .select(F.lit(0).alias("kind"), "queue_offset", "commitlog_offset", "size", cq_match.alias("ok")))
+             .select(*_columns(message_filter, "cq")))
     bitmap = is_sql_filter(message_filter) and getattr(message_filter, "uses_bitmap", False)
     found = None if bitmap else footers.bounds([f.path for f in cq_files], cq_where[1:],
                                                ["commitlog_offset", "size"])
     if found:
         (lo, hi), (_, largest) = found["commitlog_offset"], found["size"]
         cl_where = [("commitlog_offset", ">=", lo), ("commitlog_offset", "<=", hi)] + cq_where
-        ok = message_filter.commit_log_column() if is_sql_filter(message_filter) else None
-        want = None
-        if (end - start) * largest <= BODY_BUDGET_BYTES:
-            want = (message_filter.exact_tag_column() if message_filter is not None and not is_sql_filter(message_filter)
-                    else F.lit(True))
-        query = query.unionByName(_commitlog_read(store, (cl_where, None), ok, want), allowMissingColumns=True)
+        bodies = (end - start) * largest <= BODY_BUDGET_BYTES
+        query = query.unionByName(_commitlog_read(store, (cl_where, None), _columns(message_filter, "cl", bodies)),
+                                  allowMissingColumns=True)
     table = query.toArrow()
     kind = table["kind"].to_numpy()
     cq = table.filter(pa.array(kind == 0))
