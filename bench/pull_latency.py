@@ -36,8 +36,10 @@ def _files_read(store, offset: int, queue_id: int, end: int) -> int:
 def run(store, name: str, message_filter, pulls: int, floor: float, seed: int = 7) -> None:
     rng = random.Random(seed)
     ends = {q: store.get_max_offset_in_queue(TOPIC, q) for q in range(QUEUES)}
-    for _ in range(3):  # warm-up: JIT, caches, Python workers
-        store.get_message("bench", TOPIC, 0, 0, 32, message_filter)
+    warm = random.Random(seed + 1)
+    for _ in range(20):  # warm-up at other offsets: the JIT, footers, reused DataFrames
+        q = warm.randrange(QUEUES)
+        store.get_message("bench", TOPIC, q, warm.randrange(max(1, ends[q] - 1000)), 32, message_filter)
     times, cq_files, found, jobs = [], [], [], []
     for _ in range(pulls):
         q = rng.randrange(QUEUES)
