@@ -19,119 +19,33 @@ import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
+
+from rocketfilter.conf_sources import SPARK_PREFIX, ConfigError, parse_properties, spark_conf_items
+from rocketfilter.naming import (DLQ_GROUP_TOPIC_PREFIX, GROUP_MAX_LENGTH, NOT_ALLOWED_SEND_TOPICS,
+                                 RETRY_GROUP_TOPIC_PREFIX, RETRY_OR_DLQ_TOPIC_MAX_LENGTH, SYSTEM_TOPIC_PREFIX,
+                                 SYSTEM_TOPICS, TOPIC_MAX_LENGTH, InvalidNameError, PermName, dlq_topic,
+                                 is_not_allowed_send_topic, is_system_topic, retry_topic, validate_group,
+                                 validate_topic)
+
+# Name validation (rocketfilter.naming) and the raw settings readers (rocketfilter.conf_sources) are
+# re-exported because much code imports them from rocketfilter.config.
+__all__ = [
+    # rocketfilter.naming
+    "TOPIC_MAX_LENGTH", "GROUP_MAX_LENGTH", "RETRY_OR_DLQ_TOPIC_MAX_LENGTH", "RETRY_GROUP_TOPIC_PREFIX",
+    "DLQ_GROUP_TOPIC_PREFIX", "SYSTEM_TOPIC_PREFIX", "SYSTEM_TOPICS", "NOT_ALLOWED_SEND_TOPICS",
+    "InvalidNameError", "validate_topic", "validate_group", "is_system_topic", "is_not_allowed_send_topic",
+    "retry_topic", "dlq_topic", "PermName",
+    # rocketfilter.conf_sources
+    "SPARK_PREFIX", "ConfigError", "parse_properties", "spark_conf_items",
+    # defined here
+    "MASTER_ID", "physical_memory", "BROKER_ROLES", "FLUSH_DISK_TYPES", "MessageStoreConfig", "BrokerConfig",
+    "TopicConfig", "SubscriptionGroupConfig", "load_broker_conf", "to_properties",
+]
 
 log = logging.getLogger(__name__)
 
-SPARK_PREFIX = "spark.rocketfilter."
-
-# ---------------------------------------------------------------------------------------------
-# Names (RocketMQ 5.x TopicValidator): only ^[%|a-zA-Z0-9_-]+$, so a name can never leave the
-# store directory it names ("..", "/" and "\" are all rejected).
-TOPIC_MAX_LENGTH = 127
-GROUP_MAX_LENGTH = 120
-RETRY_OR_DLQ_TOPIC_MAX_LENGTH = 255
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
-DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
-SYSTEM_TOPIC_PREFIX = "rmq_sys_"
-MASTER_ID = 0
-_VALID_CHARS = frozenset("%|_-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-SYSTEM_TOPICS = frozenset({
-    "TBW102", "SCHEDULE_TOPIC_XXXX", "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRACE_TOPIC",
-    "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT",
-    "CHECKPOINT_TOPIC", "RMQ_SYS_TOPIC_CONFIG_SYNC", "RMQ_SYS_CONSUMER_OFFSET_SYNC",
-    "RMQ_SYS_DELAY_OFFSET_SYNC", "RMQ_SYS_SUBSCRIPTION_GROUP_SYNC", "RMQ_SYS_MESSAGE_MODE_SYNC",
-    "RMQ_SYS_TIMER_METRICS_SYNC",
-})
-NOT_ALLOWED_SEND_TOPICS = SYSTEM_TOPICS - {"TBW102", "BenchmarkTest", "RMQ_SYS_TRACE_TOPIC", "CHECKPOINT_TOPIC"}
-
-
-class InvalidNameError(ValueError):
-    """A topic or group name RocketMQ's TopicValidator rejects."""
-
-
-class ConfigError(ValueError):
-    """A setting that cannot be read: unknown key, bad value; the message says where."""
-
-
-def _check_name(kind: str, name: object, max_length: int) -> str:
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidNameError(f"The specified {kind} is blank: {name!r}")
-    bad = sorted({c for c in name if c not in _VALID_CHARS})
-    if bad:
-        raise InvalidNameError(f"The specified {kind}: {name!r}, contains illegal characters {bad}, "
-                               "allowing only ^[%|a-zA-Z0-9_-]+$")
-    if len(name) > max_length:
-        raise InvalidNameError(f"The specified {kind}: {name!r}, is longer than {kind} max length: "
-                               f"{max_length} (it has {len(name)})")
-    return name
-
-
-def validate_topic(topic: str) -> str:
-    """``TopicValidator.validateTopic``: returns the topic or raises InvalidNameError.
-
-    >>> validate_topic("../etc")
-    Traceback (most recent call last):
-      ...
-    rocketfilter.config.InvalidNameError: The specified topic: '../etc', contains illegal characters ['.', '/'], allowing only ^[%|a-zA-Z0-9_-]+$
-    """
-    retry_or_dlq = isinstance(topic, str) and topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX))
-    return _check_name("topic", topic, RETRY_OR_DLQ_TOPIC_MAX_LENGTH if retry_or_dlq else TOPIC_MAX_LENGTH)
-
-
-def validate_group(group: str) -> str:
-    """``TopicValidator.validateGroup``: at most 120 characters of ``^[%|a-zA-Z0-9_-]+$``."""
-    return _check_name("group", group, GROUP_MAX_LENGTH)
-
-
-def is_system_topic(topic: str) -> bool:
-    return topic in SYSTEM_TOPICS or topic.startswith(SYSTEM_TOPIC_PREFIX)
-
-
-def is_not_allowed_send_topic(topic: str) -> bool:
-    return topic in NOT_ALLOWED_SEND_TOPICS
-
-
-def retry_topic(group: str) -> str:
-    return RETRY_GROUP_TOPIC_PREFIX + group
-
-
-def dlq_topic(group: str) -> str:
-    return DLQ_GROUP_TOPIC_PREFIX + group
-
-
-class PermName:
-    """Topic and broker permissions (``PermName``): 6 = read + write.
-
-    >>> PermName.perm2string(6), PermName.is_readable(2)
-    ('RW-', False)
-    """
-
-    PERM_PRIORITY = 8
-    PERM_READ = 4
-    PERM_WRITE = 2
-    PERM_INHERIT = 1
-
-    @staticmethod
-    def is_readable(perm: int) -> bool:
-        return (perm & PermName.PERM_READ) == PermName.PERM_READ
-
-    @staticmethod
-    def is_writeable(perm: int) -> bool:
-        return (perm & PermName.PERM_WRITE) == PermName.PERM_WRITE
-
-    @staticmethod
-    def is_inherited(perm: int) -> bool:
-        return (perm & PermName.PERM_INHERIT) == PermName.PERM_INHERIT
-
-    @staticmethod
-    def is_valid(perm: int) -> bool:
-        return 0 <= perm < PermName.PERM_PRIORITY
-
-    @staticmethod
-    def perm2string(perm: int) -> str:
-        return ("R" if PermName.is_readable(perm) else "-") + ("W" if PermName.is_writeable(perm) else "-") + (
-            "X" if PermName.is_inherited(perm) else "-")
+MASTER_ID = 0  # MixAll.MASTER_ID: brokerId 0 is the master
 
 
 # ---------------------------------------------------------------------------------------------
@@ -331,74 +245,6 @@ def _validate(obj) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # Loading
-def parse_properties(text: str) -> List[Tuple[str, str, int]]:
-    """Java ``Properties.load``: ``(key, value, line number)`` in file order.
-
-    Comments start with ``#`` or ``!``; a key ends at the first unescaped ``=``, ``:`` or blank;
-    a trailing odd backslash continues the line; ``\\t \\n \\r \\f \\uXXXX`` are unescaped.
-
-    >>> parse_properties("# c\\nenablePropertyFilter = false\\nbrokerName=a\\\\\\n  b")
-    [('enablePropertyFilter', 'false', 2), ('brokerName', 'ab', 3)]
-    """
-    out: List[Tuple[str, str, int]] = []
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        start, logical = i + 1, lines[i].lstrip(" \t\f")
-        i += 1
-        if not logical or logical[0] in "#!":
-            continue
-        while _continues(logical) and i < len(lines):
-            logical = logical[:-1] + lines[i].lstrip(" \t\f")
-            i += 1
-        if _continues(logical):
-            logical = logical[:-1]
-        key, value = _split_key_value(logical)
-        out.append((_unescape(key), _unescape(value), start))
-    return out
-
-
-def _continues(line: str) -> bool:
-    return (len(line) - len(line.rstrip("\\"))) % 2 == 1
-
-
-def _split_key_value(line: str) -> Tuple[str, str]:
-    j = 0
-    while j < len(line):
-        c = line[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c in "=: \t\f":
-            break
-        j += 1
-    key, rest = line[:j], line[j:].lstrip(" \t\f")
-    if rest[:1] in ("=", ":"):
-        rest = rest[1:].lstrip(" \t\f")
-    return key, rest
-
-
-def _unescape(s: str) -> str:
-    out, j = [], 0
-    while j < len(s):
-        c = s[j]
-        if c != "\\" or j + 1 >= len(s):
-            out.append(c)
-            j += 1
-            continue
-        n = s[j + 1]
-        if n == "u" and len(s) >= j + 6:
-            try:
-                out.append(chr(int(s[j + 2:j + 6], 16)))
-            except ValueError:
-                raise ConfigError(f"malformed \\uXXXX escape in {s!r}") from None
-            j += 6
-            continue
-        out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(n, n))
-        j += 2
-    return "".join(out)
-
-
 def _convert(key: str, f: dataclasses.Field, raw: str, where: str) -> Any:
     text = raw.strip()
     kind = _field_type(f)
@@ -441,21 +287,6 @@ def _apply(items: Iterable[Tuple[str, str, str]], broker: BrokerConfig, store: M
                 raise ConfigError(text if text.startswith(where) else f"{where}: {text}") from None
     return objs[0], objs[1]
 
-
-def spark_conf_items(conf: Any) -> Dict[str, str]:
-    """``spark.rocketfilter.*`` settings of a dict, SparkConf, RuntimeConfig or SparkSession,
-    keyed by their RocketMQ name."""
-    if conf is None:
-        return {}
-    if not isinstance(conf, Mapping) and not hasattr(conf, "getAll") and hasattr(conf, "conf"):
-        conf = conf.conf  # a SparkSession: its RuntimeConfig
-    if isinstance(conf, Mapping):
-        pairs = conf.items()
-    else:
-        get_all = conf.getAll
-        got = get_all() if callable(get_all) else get_all
-        pairs = got.items() if isinstance(got, Mapping) else got
-    return {k[len(SPARK_PREFIX):]: str(v) for k, v in pairs if k.startswith(SPARK_PREFIX)}
 
 
 def load_broker_conf(path: Union[str, os.PathLike, None] = None, spark_conf: Any = None, *,
