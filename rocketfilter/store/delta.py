@@ -18,10 +18,8 @@ import os
 import time
 import uuid
 import weakref
-from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
-import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction
 from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import RemoveAction
@@ -29,29 +27,17 @@ from pyspark.sql import DataFrame, functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from rocketfilter.store import delta_write
+# Also re-exported: code imports FileStats, _where_column and _file_uri from this module.
+from rocketfilter.store.delta_stats import (FileStats, TableFiles, _check_where, _file_uri,
+                                            _where_column)
 from rocketfilter.store.schema import arrow_schema
 
 # Reader features a plain parquet scan of the snapshot's files still reads correctly.
 _SAFE_READER_FEATURES = frozenset({"timestampNtz", "vacuumProtocolCheck", "v2Checkpoint"})
-_OPS = ("=", "==", "<", "<=", ">", ">=", "in")
 COMMIT_ID_KEY = "rocketfilter.commitId"      # finds our own commit after delta-rs retried it
 OPERATION_KEY = "rocketfilter.operation"     # delta-rs always logs operation WRITE
 STATS_PROPERTY = "delta.dataSkippingStatsColumns"
 MAX_COMMIT_ATTEMPTS = 20
-
-
-@dataclass(frozen=True)
-class FileStats:
-    """One data file of the current snapshot. ``num_records`` is -1 when the log has no stats."""
-
-    path: str          # absolute URI Spark reads; pyarrow: delta_write.filesystem_path(path)
-    size: int
-    num_records: int
-    min: dict          # column -> min, stats columns only (absent: unknown)
-    max: dict
-
-    def __hash__(self) -> int:  # the dicts are unhashable; a path names one file for good
-        return hash(self.path)
 
 
 class DeltaFeatureError(RuntimeError):
@@ -120,11 +106,6 @@ def _normalize_uri(uri: str) -> str:
     return os.path.abspath(os.path.expanduser(uri))
 
 
-def _file_uri(uri: str) -> str:
-    """``uri`` as Spark and pyarrow both read it: local paths get ``file://``."""
-    return uri if "://" in uri else "file://" + uri
-
-
 def _shape(dtype: DataType) -> Any:
     """Types and nullability without field metadata, for schema comparison."""
     if isinstance(dtype, StructType):
@@ -150,48 +131,13 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _check_where(schema: StructType, where: Sequence[tuple]) -> None:
-    for column, op, value in where:
-        if column not in schema.fieldNames():
-            raise ValueError(f"where: no column {column!r} in {schema.simpleString()}")
-        if op not in _OPS or value is None or (op == "in" and isinstance(value, (str, bytes))):
-            raise ValueError(f"where: unsupported ({column!r}, {op!r}, {value!r}); ops are {_OPS} "
-                             "with non-null values ('in' takes a list)")
-
-
-def _where_column(where: Sequence[tuple]):
-    """``where`` as a Spark Column, None when empty. Integer comparisons become one SQL
-    expression (one JVM call instead of four per term; the names were checked against the
-    schema and the values are ints, so no text reaches it); the rest are Column operations."""
-    ints = [w for w in where if w[1] != "in" and type(w[2]) is int]
-    cond = F.expr(" AND ".join(f"`{c}` {'=' if op == '==' else op} {v}" for c, op, v in ints)) if ints else None
-    for column, op, value in (w for w in where if not (w[1] != "in" and type(w[2]) is int)):
-        c = F.col(column)
-        term = c.isin(list(value)) if op == "in" else {
-            "=": c == value, "==": c == value, "<": c < value, "<=": c <= value,
-            ">": c > value, ">=": c >= value}[op]
-        cond = term if cond is None else cond & term
-    return cond
-
-
-def _may_match(f: FileStats, column: str, op: str, value: Any) -> bool:
-    """Could ``f`` hold a row with ``column op value``? Missing stats mean yes."""
-    lo, hi = f.min.get(column), f.max.get(column)
-    if op in ("=", "=="):
-        return (lo is None or lo <= value) and (hi is None or value <= hi)
-    if op == "in":
-        return any(_may_match(f, column, "=", v) for v in value)
-    if op in ("<", "<="):
-        return lo is None or (lo < value if op == "<" else lo <= value)
-    return hi is None or (hi > value if op == ">" else hi >= value)
-
-
-class Table(delta_write.TableWriter):
+class Table(delta_write.TableWriter, TableFiles):
     """One Delta table: a delta-rs snapshot plus Spark reads and writes of its data files.
 
     Everything answers for the loaded snapshot; :meth:`refresh` moves it to the latest version.
     The data-writing methods (``write``, ``write_arrow``, ``rewrite``) come from
-    :class:`~rocketfilter.store.delta_write.TableWriter`.
+    :class:`~rocketfilter.store.delta_write.TableWriter`, ``files`` (pruned on the file stats)
+    from :class:`~rocketfilter.store.delta_stats.TableFiles`.
     """
 
     def __init__(self, uri: str, schema: StructType, dt: DeltaTable, stats_columns: Sequence[str],
@@ -274,33 +220,6 @@ class Table(delta_write.TableWriter):
         self._dt.update_incremental()
         self._check()
         return self
-
-    def files(self, where: Sequence[tuple] = ()) -> list[FileStats]:
-        """The data files that may hold rows matching every ``(column, op, value)`` of ``where``.
-
-        Pruning is conservative: a file without stats for a column is kept.
-
-        >>> len(t.files([("topic", "=", "orders"), ("queue_offset", ">=", 100)]))  # doctest: +SKIP
-        3
-        """
-        _check_where(self.schema, where)
-        version = self.version()
-        if self._files is None or self._files[0] != version:
-            actions = pa.table(self._dt.get_add_actions(flatten=True))
-            has_records = "num_records" in actions.column_names
-            found = []
-            for row in actions.to_pylist():
-                bounds = [{c: row[f"{k}.{c}"] for c in self.stats_columns
-                           if row.get(f"{k}.{c}") is not None} for k in ("min", "max")]
-                records = row["num_records"] if has_records else None
-                found.append(FileStats(f"{_file_uri(self.uri)}/{row['path']}", row["size_bytes"],
-                                       -1 if records is None else records, *bounds))
-            self._files = (version, found)
-        try:
-            return [f for f in self._files[1] if all(_may_match(f, *w) for w in where)]
-        except TypeError as exc:
-            raise ValueError(f"where {list(where)}: values do not compare with the "
-                             f"{self.uri} stats: {exc}") from None
 
     def read(self, spark, where: Sequence[tuple] = (), files: Optional[list[FileStats]] = None,
              *, native: Optional[bool] = None) -> DataFrame:

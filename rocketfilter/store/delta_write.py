@@ -2,12 +2,8 @@
 
 The file writing runs inside Spark tasks (``mapInArrow``) as well as on the driver, so this module
 imports neither deltalake nor pyspark. A task writes its rows straight into the table directory
-and returns one small row per file (:data:`RESULT_SCHEMA`), which the driver commits.
-
->>> string_upper_bound("abc", 2)
-'ac'
->>> delta_stats_json(pa.table({"q": [3, 1, None]}), ["q"])
-'{"numRecords": 3, "minValues": {"q": 1}, "maxValues": {"q": 3}, "nullCount": {"q": 1}}'
+and returns one small row per file (:data:`RESULT_SCHEMA`), which the driver commits. The
+files' Delta stats are computed by :mod:`.delta_stats`.
 """
 from __future__ import annotations
 
@@ -19,9 +15,20 @@ import uuid
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+
+# The stats names lived here before delta_stats: re-exported (see __all__) for their importers.
+from rocketfilter.store.delta_stats import (STRING_PREFIX, StatsAccumulator, delta_stats_json,
+                                            string_upper_bound)
+
+__all__ = [
+    "RESULT_SCHEMA", "RESULT_DDL", "COMPRESSION", "filesystem_path", "conform_batch",
+    "ParquetFileSequence", "write_batches", "write_dataframe", "delete_files",
+    "SAFE_WRITER_FEATURES", "write_problem", "write_partition", "TableWriter",
+    # rocketfilter.store.delta_stats
+    "STRING_PREFIX", "StatsAccumulator", "delta_stats_json", "string_upper_bound",
+]
 
 # One row per data file written; bodies never travel back to the driver.
 RESULT_SCHEMA = pa.schema([
@@ -33,8 +40,6 @@ RESULT_SCHEMA = pa.schema([
 ])
 RESULT_DDL = "path string, size long, num_records long, modification_time long, stats string"
 
-# Delta-spark also indexes 32-character string prefixes (dataSkippingStringPrefixLength).
-STRING_PREFIX = 32
 COMPRESSION = "zstd"
 
 
@@ -50,98 +55,6 @@ def filesystem_path(uri: str) -> Tuple[pafs.FileSystem, str]:
     if "://" not in uri:
         return pafs.LocalFileSystem(), uri
     return pafs.FileSystem.from_uri(uri)
-
-
-def string_upper_bound(value: str, n: int = STRING_PREFIX) -> Optional[str]:
-    """A string of at most ``n`` characters that is >= ``value`` and every string it prefixes.
-
-    Spark and Delta order strings by UTF-8 bytes, which is code-point order, so bumping the last
-    bumpable code point of the ``n``-character prefix gives a safe maximum. ``None`` when no bound
-    of that length exists (a prefix made only of U+10FFFF).
-
-    >>> string_upper_bound("short")
-    'short'
-    >>> string_upper_bound("topic-" + "x" * 40)[-3:]
-    'xxy'
-    """
-    if len(value) <= n:
-        return value
-    prefix = value[:n]
-    for i in range(n - 1, -1, -1):
-        code = ord(prefix[i]) + 1
-        if code <= 0x10FFFF:
-            if 0xD800 <= code <= 0xDFFF:  # surrogates are not characters: skip over them
-                code = 0xE000
-            return prefix[:i] + chr(code)
-    return None
-
-
-def _bounds(column: pa.ChunkedArray) -> Optional[tuple]:
-    """(min, max) as JSON-ready values for the types Delta indexes, else None."""
-    t = column.type
-    if column.null_count == len(column):
-        return None
-    if pa.types.is_integer(t):
-        pass
-    elif pa.types.is_floating(t):
-        if pc.any(pc.is_nan(column)).as_py():  # min_max skips NaN, Delta readers would not
-            return None
-    elif pa.types.is_string(t) or pa.types.is_large_string(t):
-        mm = pc.min_max(column).as_py()
-        return mm["min"][:STRING_PREFIX], string_upper_bound(mm["max"])
-    elif pa.types.is_date32(t):
-        mm = pc.min_max(column).as_py()
-        return mm["min"].isoformat(), mm["max"].isoformat()
-    else:  # binary, nested, timestamps (would need ms truncation), decimals: no min/max
-        return None
-    mm = pc.min_max(column).as_py()
-    return mm["min"], mm["max"]
-
-
-class StatsAccumulator:
-    """Delta file statistics (numRecords, minValues, maxValues, nullCount) built chunk by chunk.
-
-    >>> acc = StatsAccumulator(["t"])
-    >>> acc.update(pa.table({"t": ["b", "a"]})); acc.update(pa.table({"t": ["c"]}))
-    >>> acc.stats()["maxValues"]
-    {'t': 'c'}
-    """
-
-    def __init__(self, columns: Sequence[str]):
-        self.columns = list(columns)
-        self.num_records = 0
-        self.null_count: Dict[str, int] = {c: 0 for c in self.columns}
-        self.min: Dict[str, Any] = {}
-        self.max: Dict[str, Any] = {}
-        self._unbounded: set = set()  # a string max with no safe bound: leave max out for good
-
-    def update(self, table: pa.Table) -> None:
-        self.num_records += table.num_rows
-        for name in self.columns:
-            column = table.column(name)
-            self.null_count[name] += column.null_count
-            bounds = _bounds(column)
-            if bounds is None:
-                continue
-            lo, hi = bounds
-            if name not in self.min or lo < self.min[name]:
-                self.min[name] = lo
-            if hi is None:
-                self._unbounded.add(name)
-            elif name not in self.max or hi > self.max[name]:
-                self.max[name] = hi
-
-    def stats(self) -> dict:
-        maxes = {k: v for k, v in self.max.items() if k not in self._unbounded}
-        return {"numRecords": self.num_records, "minValues": self.min, "maxValues": maxes,
-                "nullCount": self.null_count}
-
-
-def delta_stats_json(table: pa.Table, columns: Sequence[str]) -> str:
-    """The Delta ``stats`` JSON of one whole table (see :class:`StatsAccumulator`)."""
-    acc = StatsAccumulator(columns)
-    acc.update(table)
-    return json.dumps(acc.stats(), ensure_ascii=False)
 
 
 def conform_batch(batch: pa.RecordBatch, schema: pa.Schema, where: str) -> pa.RecordBatch:
