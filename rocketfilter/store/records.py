@@ -16,21 +16,16 @@ Column choices, as ``MessageDecoder.decode(readBody, deCompressBody=true, isClie
 from __future__ import annotations
 
 import struct
-import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, BinaryIO, Dict, Iterator, Mapping, Optional, Union
 
 from rocketfilter.message import (
     BLANK_MAGIC_CODE,
-    COMPRESSION_LZ4,
-    COMPRESSION_ZLIB,
-    COMPRESSION_ZSTD,
     MESSAGE_MAGIC_CODE_V1,
     MESSAGE_MAGIC_CODE_V2,
     SYSFLAG_BORNHOST_V6,
     SYSFLAG_COMPRESSED,
-    SYSFLAG_COMPRESSION_TYPE_MASK,
     SYSFLAG_STOREHOST_V6,
     format_host,
     java_utf8_bytes,
@@ -41,7 +36,17 @@ from rocketfilter.message import (
     record_size,
     string_to_properties,
 )
+# The stored body's CRC and compression live in .body_codec; re-exported here (see __all__).
+from rocketfilter.store.body_codec import body_crc, compress_body, compression_type, decompress_body
 from rocketfilter.tags import tags_code as _tags_code
+
+__all__ = [
+    "CQ_UNIT_SIZE", "MIN_RECORD_SIZE", "PRE_BLANK_SIZE", "CQ_EXT_MAX_ADDR", "Record", "StoreFormatError",
+    "Blank", "FileEnd", "decode_record", "scan_commitlog", "iter_commitlog_file", "encode_record",
+    "encode_blank", "iter_consumequeue_file", "encode_cq_unit", "check_cq_unit",
+    # rocketfilter.store.body_codec
+    "body_crc", "compression_type", "compress_body", "decompress_body",
+]
 
 CQ_UNIT_SIZE = 20
 MIN_RECORD_SIZE = record_size(0, 0, 0)
@@ -89,51 +94,6 @@ class FileEnd:
     file: str
     data_end: int
     ends_with: str
-
-
-def body_crc(stored_body: bytes) -> int:
-    """``UtilAll.crc32``: java.util.zip.CRC32 of the stored body, masked to 31 bits."""
-    return zlib.crc32(stored_body) & 0x7FFFFFFF
-
-
-def compression_type(sys_flag: int) -> int:
-    """``CompressionType.findByValue`` of sysflag bits 8-10; 0 (a 4.x producer) means zlib."""
-    value = (sys_flag & SYSFLAG_COMPRESSION_TYPE_MASK) >> 8
-    if value == 0:
-        return COMPRESSION_ZLIB
-    if value not in (COMPRESSION_LZ4, COMPRESSION_ZSTD, COMPRESSION_ZLIB):
-        raise ValueError(f"unknown compression type {value}")
-    return value
-
-
-_ARROW_CODEC = {COMPRESSION_LZ4: "lz4", COMPRESSION_ZSTD: "zstd"}
-
-
-def compress_body(body: bytes, sys_flag: int, level: int = 5) -> bytes:
-    """Compress as the producer does: zlib (``ZlibCompressor``, level 5 by default), or an
-    LZ4/zstd frame (the Java compressors write frames; pyarrow's stream codecs read them)."""
-    kind = compression_type(sys_flag)
-    if kind == COMPRESSION_ZLIB:
-        return zlib.compress(body, level)
-    import pyarrow as pa
-
-    sink = pa.BufferOutputStream()
-    with pa.CompressedOutputStream(sink, _ARROW_CODEC[kind]) as out:
-        out.write(body)
-    return sink.getvalue().to_pybytes()
-
-
-def decompress_body(stored: bytes, sys_flag: int) -> bytes:
-    """Inflate a compressed body (raises ValueError on an unknown type or bad data)."""
-    kind = compression_type(sys_flag)
-    try:
-        if kind == COMPRESSION_ZLIB:
-            return zlib.decompress(stored)
-        import pyarrow as pa
-
-        return pa.CompressedInputStream(pa.BufferReader(stored), _ARROW_CODEC[kind]).read()
-    except (zlib.error, OSError) as exc:
-        raise ValueError(f"body does not decompress: {exc}") from None
 
 
 _host_text = lru_cache(maxsize=4096)(format_host)  # hosts repeat across records

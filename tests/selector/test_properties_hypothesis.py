@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 
 import pyarrow as pa
-import pytest
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
