@@ -60,6 +60,16 @@ def test_reads_reuse_dataframes_and_selector_columns(store):
     assert selector.to_column("p") is not selector.to_column("properties")
 
 
+def test_a_missing_commitlog_row_is_named(store):
+    import numpy as np
+
+    from rocketfilter.pull.scan import WindowScan
+
+    scan = WindowScan(*(np.zeros(0, np.int64),) * 3, np.zeros(0, bool))
+    with pytest.raises(LookupError, match=r"commit-log offsets \[999999999\]"):
+        scan.messages(store, np.array([999_999_999], np.int64))
+
+
 def test_sql92_bitmaps_keep_commitlog_rows_unread(spark, tmp_path):
     s = MessageStore.open(str(tmp_path / "s"), spark, broker_config=BrokerConfig(enable_calc_filter_bit_map=True))
     s.create_topic("B", read_queue_nums=1, write_queue_nums=1)
