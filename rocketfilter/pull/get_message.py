@@ -59,7 +59,8 @@ def get_message(store, group: str, topic: str, queue_id: int, offset: int,
     if queue is None:
         return no_matched_logic_queue(offset, limits).to_get_message_result()
     min_offset, max_offset = queue
-    max_offset_py = store.commitlog_state().next_commitlog_offset
+    commitlog = store.commitlog_state()  # one snapshot for the pull's max and min offsets
+    max_offset_py = commitlog.next_commitlog_offset
     window = dict(offset=offset, max_msg_nums=max_msg_nums, min_offset=min_offset,
                   max_offset=max_offset, max_offset_py=max_offset_py, limits=limits)
     if not min_offset <= offset < max_offset:
@@ -71,7 +72,7 @@ def get_message(store, group: str, topic: str, queue_id: int, offset: int,
     with small_query_conf(store.spark):
         scan = read_window(store, topic, queue_id, offset, end, message_filter)
         # Retention removes a prefix of the CommitLog, so presence is one comparison.
-        present = scan.positions >= store.commitlog_state().min_commitlog_offset
+        present = scan.positions >= commitlog.min_commitlog_offset
         cl_match = scan.commit_log_matches(store, scan.cq_match & present, message_filter)
         answer = get_message_window(scan.queue_offsets, scan.positions, scan.sizes, scan.cq_match,
                                     present, cl_match, **window)

@@ -146,6 +146,7 @@ class Table(delta_write.TableWriter, TableFiles):
         self.storage_options = storage_options
         self.arrow_schema = arrow_schema(schema)
         self._files: Optional[tuple] = None     # (version, [FileStats])
+        self._metadata: dict = {}               # (key, max_commits) -> (version, value)
         self._frames: dict = {}                 # (session, paths) -> DataFrame, newest last
         self._checked_version = -1
         self._write_problem: Optional[tuple] = None
@@ -362,10 +363,14 @@ class Table(delta_write.TableWriter, TableFiles):
         >>> t.latest_metadata("watermark")                      # doctest: +SKIP
         42
         """
-        for info in self._dt.history(limit=max_commits):
-            if key in info:
-                return info[key]
-        return None
+        # Reading the history costs milliseconds, and every pull asks: once per loaded version.
+        version = self.version()
+        cached = self._metadata.get((key, max_commits))
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        value = next((info[key] for info in self._dt.history(limit=max_commits) if key in info), None)
+        self._metadata[(key, max_commits)] = (version, value)
+        return value
 
     # ---- maintenance -----------------------------------------------------------------------
     def remove(self, files: list[FileStats], *, custom_metadata: Optional[dict] = None,
