@@ -19,6 +19,7 @@ are combined flat: natively as balanced trees, in key form as one ``least`` over
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple
 
@@ -78,7 +79,7 @@ def _log_depth(n: int) -> int:
     return max(1, math.ceil(math.log2(max(n, 2))))
 
 
-class Truth:
+class Truth(ABC):
     """A boolean node's Java outcome (see the module docstring).
 
     ``depth`` bounds the expression depth of ``decides()`` (and of ``value``), ``key_depth``
@@ -89,30 +90,30 @@ class Truth:
     key_depth: int
 
     @property
-    def error_free(self) -> bool:
-        raise NotImplementedError
+    @abstractmethod
+    def error_free(self) -> bool: ...
 
-    def negate(self) -> "Truth":
-        raise NotImplementedError
+    @abstractmethod
+    def negate(self) -> "Truth": ...
 
-    def decides(self) -> Column:
-        raise NotImplementedError
+    @abstractmethod
+    def decides(self) -> Column: ...
 
-    def key(self) -> Key:
-        raise NotImplementedError
+    @abstractmethod
+    def key(self) -> Key: ...
 
+    @abstractmethod
     def error(self) -> Optional[Column]:
         """True where evaluation throws; None when it never does."""
-        raise NotImplementedError
 
     @property
     def error_depth(self) -> int:
         """The depth of ``error()``."""
         return self.key_depth + 1
 
+    @abstractmethod
     def raw(self) -> Column:
         """Java's Boolean result, null where it is null or where evaluation throws."""
-        raise NotImplementedError
 
 
 class Native(Truth):
