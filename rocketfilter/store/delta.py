@@ -23,6 +23,7 @@ from typing import Any, Optional, Sequence
 from deltalake import CommitProperties, DeltaTable, Transaction
 from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import RemoveAction
+from pyarrow import fs as pafs
 from pyspark.sql import DataFrame, functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
@@ -62,6 +63,14 @@ class ConcurrentCommitError(RuntimeError):
 
 class DeltaSchemaError(ValueError):
     """The table's schema is not the one the caller expects."""
+
+
+class TableMissingError(FileNotFoundError):
+    """The table's ``_delta_log`` is gone (the directory was deleted under an open table)."""
+
+    def __init__(self, uri: str):
+        self.uri = uri
+        super().__init__(f"Delta table {uri} is gone: its _delta_log directory no longer exists")
 
 
 _NATIVE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -217,10 +226,20 @@ class Table(delta_write.TableWriter, TableFiles):
         return self._dt.version()
 
     def refresh(self) -> "Table":
-        """Load the commits made since the loaded snapshot (incrementally) and re-check."""
+        """Load the commits made since the loaded snapshot (incrementally) and re-check.
+
+        Raises TableMissingError when the table's log is gone: delta-rs would otherwise keep
+        answering from the snapshot it loaded before."""
         self._dt.update_incremental()
+        if not self.log_exists():
+            raise TableMissingError(self.uri)
         self._check()
         return self
+
+    def log_exists(self) -> bool:
+        """Whether ``_delta_log`` is still there (one stat; an object store's HEAD/list)."""
+        fs, path = delta_write.filesystem_path(f"{self.uri}/_delta_log")
+        return fs.get_file_info(path).type == pafs.FileType.Directory
 
     def read(self, spark, where: Sequence[tuple] = (), files: Optional[list[FileStats]] = None,
              *, native: Optional[bool] = None) -> DataFrame:

@@ -13,11 +13,13 @@ module level. :class:`TableFiles` gives :class:`rocketfilter.store.delta.Table` 
 from __future__ import annotations
 
 import json
+import urllib.parse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyarrow import fs as pafs
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -215,3 +217,23 @@ class TableFiles:
         except TypeError as exc:
             raise ValueError(f"where {list(where)}: values do not compare with the "
                              f"{self.uri} stats: {exc}") from None
+
+    def missing_files(self, files: Optional[Sequence[FileStats]] = None) -> list[str]:
+        """Data files of the loaded snapshot (or ``files``) that are not in storage: one listing
+        of the table's directory, so a damaged table is caught before it is read or appended to."""
+        files = self.files() if files is None else files
+        if not files:
+            return []
+        from rocketfilter.store.delta_write import filesystem_path  # it imports this module
+
+        fs, root = filesystem_path(self.uri)
+        try:
+            listed = fs.get_file_info(pafs.FileSelector(root, recursive=True))
+        except FileNotFoundError:
+            listed = []
+        present = {info.path[len(root):].lstrip("/") for info in listed
+                   if info.type == pafs.FileType.File}
+        base = _file_uri(self.uri) + "/"
+        return [f.path for f in files
+                if urllib.parse.unquote(f.path[len(base):]) not in present
+                and f.path[len(base):] not in present]

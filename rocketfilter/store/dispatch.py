@@ -15,7 +15,11 @@ from typing import Dict, List, Optional
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from rocketfilter.store import schema as S
+from rocketfilter.store.errors import StoreDamagedError
+from rocketfilter.store.retry import retry_on_conflict
 from rocketfilter.store.state import DISPATCH_APP_ID, ConsumeQueueState
+from rocketfilter.store.tables import StoreTables
 from rocketfilter.tags import tags_code_column
 
 
@@ -31,10 +35,10 @@ class DispatchReport:
     queues: Dict[str, Dict[int, list]]
 
 
-def consumequeue_rows(store, commitlog_rows: DataFrame) -> DataFrame:
+def consumequeue_rows(tables: StoreTables, commitlog_rows: DataFrame) -> DataFrame:
     """CommitLog rows -> ConsumeQueue rows, with the filter bitmap when it is enabled."""
-    bitmap = _bitmap_column(store, [r[0] for r in commitlog_rows.select("topic").distinct().collect()]) \
-        if _bitmaps_on(store) else None
+    bitmap = _bitmap_column(tables, [r[0] for r in commitlog_rows.select("topic").distinct().collect()]) \
+        if _bitmaps_on(tables) else None
     return commitlog_rows.select(
         "topic", "queue_id", "queue_offset", "commitlog_offset",
         F.col("store_size").alias("size"),
@@ -44,15 +48,15 @@ def consumequeue_rows(store, commitlog_rows: DataFrame) -> DataFrame:
     )
 
 
-def _bitmaps_on(store) -> bool:
-    return bool(getattr(store.broker_config, "enable_calc_filter_bit_map", False))
+def _bitmaps_on(tables: StoreTables) -> bool:
+    return bool(getattr(tables.broker_config, "enable_calc_filter_bit_map", False))
 
 
-def _bitmap_column(store, topics: List[str]):
+def _bitmap_column(tables: StoreTables, topics: List[str]):
     """One CASE over topics of each topic's bitmap Column (§10.4); None when no group filters."""
     from rocketfilter.store.bitmap import calc_bitmap_column
 
-    manager = store.filter_manager
+    manager = tables.filter_manager
     branches = None
     for topic in topics:
         column = calc_bitmap_column(manager.filter_datas(topic), manager.bloom, "properties")
@@ -63,16 +67,16 @@ def _bitmap_column(store, topics: List[str]):
     return branches
 
 
-def write_consumequeue(store, rows: DataFrame, n_rows: int) -> list:
+def write_consumequeue(tables: StoreTables, rows: DataFrame, n_rows: int) -> list:
     """Write ConsumeQueue rows clustered by (topic, queue_id, queue_offset), one queue per file,
     so each file's statistics bound one stretch of one queue and a window read touches one or
     two files."""
-    per_file = store.config.consume_queue_rows_per_file
+    per_file = tables.config.consume_queue_rows_per_file
     parts = max(1, math.ceil(n_rows / per_file))
     ordered = (rows.repartitionByRange(parts, "topic", "queue_id", "queue_offset")
                .sortWithinPartitions("topic", "queue_id", "queue_offset"))
-    return store.consumequeue.write(ordered, max_rows_per_file=per_file, split_on=("topic", "queue_id"),
-                                    row_group_rows=store.config.consume_queue_row_group_rows)
+    return tables.consumequeue.write(ordered, max_rows_per_file=per_file, split_on=("topic", "queue_id"),
+                                     row_group_rows=tables.config.consume_queue_row_group_rows)
 
 
 def _merge_queues(state: ConsumeQueueState, ranges: List) -> ConsumeQueueState:
@@ -90,23 +94,26 @@ def _merge_queues(state: ConsumeQueueState, ranges: List) -> ConsumeQueueState:
     return ConsumeQueueState(state.dispatched, queues)
 
 
-def dispatch(store, *, to_commitlog_offset: Optional[int] = None) -> DispatchReport:
+def dispatch(tables: StoreTables, *, to_commitlog_offset: Optional[int] = None) -> DispatchReport:
     """Dispatch every CommitLog row not yet in the ConsumeQueue, in one ConsumeQueue commit."""
-    from rocketfilter.store.store import retry_on_conflict
-
     def attempt() -> DispatchReport:
-        cq = store.consumequeue.refresh()
+        cq = tables.table(S.CONSUMEQUEUE)
         version = cq.version()
-        state = store.consumequeue_state()
+        state = tables.consumequeue_state()
         done = cq.transaction_version(DISPATCH_APP_ID) or 0
         state.dispatched = max(state.dispatched, done)
-        end = store.commitlog_state().next_commitlog_offset
+        end = tables.commitlog_state().next_commitlog_offset
         if to_commitlog_offset is not None:
             end = min(end, to_commitlog_offset)
         if end <= state.dispatched:
             return DispatchReport(0, state.dispatched, state.dispatched, state.queues)
-        new = store.commitlog.read(store.spark, where=[("commitlog_offset", ">=", state.dispatched),
-                                                       ("commitlog_offset", "<", end)])
+        where = [("commitlog_offset", ">=", state.dispatched), ("commitlog_offset", "<", end)]
+        files = tables.commitlog.files(where)
+        missing = tables.commitlog.missing_files(files)
+        if missing:
+            raise StoreDamagedError(f"store {tables.uri}: cannot dispatch: the commitlog table lost "
+                                    f"{len(missing)} data file(s) its Delta log lists, e.g. {missing[0]}")
+        new = tables.commitlog.read(tables.spark, where=where, files=files)
         ranges = (new.groupBy("topic", "queue_id")
                   .agg(F.min("queue_offset").alias("lo"), F.max("queue_offset").alias("hi"),
                        F.count(F.lit(1)).alias("n"))
@@ -114,7 +121,7 @@ def dispatch(store, *, to_commitlog_offset: Optional[int] = None) -> DispatchRep
         merged = _merge_queues(state, ranges)
         merged.dispatched = end
         n_rows = sum(int(r["n"]) for r in ranges)
-        adds = write_consumequeue(store, consumequeue_rows(store, new), n_rows) if n_rows else []
+        adds = write_consumequeue(tables, consumequeue_rows(tables, new), n_rows) if n_rows else []
         cq.commit(adds, expected_version=version, app_transaction=(DISPATCH_APP_ID, end),
                   custom_metadata=merged.to_metadata())
         return DispatchReport(n_rows, state.dispatched, end, merged.queues)

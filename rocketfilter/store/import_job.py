@@ -9,28 +9,31 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from rocketfilter.store.dispatch import write_consumequeue
+from rocketfilter.store import schema as S
+from rocketfilter.store.dispatch import dispatch, write_consumequeue
+# StoreNotEmptyError is re-exported: callers import it from here.
+from rocketfilter.store.errors import StoreNotEmptyError
+from rocketfilter.store.importer import scan_store
 from rocketfilter.store.state import DISPATCH_APP_ID, CommitLogState, ConsumeQueueState
+from rocketfilter.store.tables import StoreTables
+from rocketfilter.store.topics import create_topic, topic_config
+
+__all__ = ["import_store", "StoreNotEmptyError", "report_partitions"]
 
 
-class StoreNotEmptyError(RuntimeError):
-    """Importing into a store that already holds messages would mix two offset spaces."""
-
-
-def import_store(store, path: str, *, skip_damaged: bool = False):
+def import_store(tables: StoreTables, path: str, *, skip_damaged: bool = False):
     """Import ``path`` (holding ``commitlog/`` and ``consumequeue/``) into an empty store and
     return the importer's report (files, messages, units, damaged records)."""
-    from rocketfilter.store.importer import scan_store
-
-    if store.commitlog_state().next_commitlog_offset or store.commitlog.refresh().files():
-        raise StoreNotEmptyError(f"store {store.uri} already holds messages; import into a new store")
-    scanned = scan_store(store.spark, path, skip_damaged=skip_damaged)
+    if tables.commitlog_state().next_commitlog_offset or tables.table(S.COMMITLOG).files():
+        raise StoreNotEmptyError(f"store {tables.uri} already holds messages; import into a new store")
+    scanned = scan_store(tables.spark, path, skip_damaged=skip_damaged)
     report = scanned.validate()
 
     for topic, queue_count in scanned.topics:
-        existing = store.topic_config(topic)
+        existing = topic_config(tables, topic)
         if existing is None or existing.read_queue_nums < queue_count:
-            store.create_topic(topic, read_queue_nums=max(queue_count, 1), write_queue_nums=max(queue_count, 1))
+            create_topic(tables, topic, read_queue_nums=max(queue_count, 1),
+                         write_queue_nums=max(queue_count, 1))
 
     cl = scanned.commitlog
     marks = cl.agg(F.min("commitlog_offset").alias("lo"),
@@ -44,7 +47,7 @@ def import_store(store, path: str, *, skip_damaged: bool = False):
     )
     for r in queue_ends:
         state.queues.setdefault(r["topic"], {})[r["queue_id"]] = int(r["last"]) + 1
-    table = store.commitlog.refresh()
+    table = tables.table(S.COMMITLOG)
     version = table.version()
     adds = table.write(cl.repartitionByRange(report_partitions(report), "commitlog_offset")
                        .sortWithinPartitions("commitlog_offset"))
@@ -62,13 +65,13 @@ def import_store(store, path: str, *, skip_damaged: bool = False):
     for r in ranges:
         cq_state.queues.setdefault(r["topic"], {})[r["queue_id"]] = [int(r["lo"]), int(r["hi"]) + 1]
     n_units = sum(int(r["n"]) for r in ranges)
-    cq_table = store.consumequeue.refresh()
+    cq_table = tables.table(S.CONSUMEQUEUE)
     cq_version = cq_table.version()
-    adds = write_consumequeue(store, cq, n_units) if n_units else []
+    adds = write_consumequeue(tables, cq, n_units) if n_units else []
     cq_table.commit(adds, expected_version=cq_version, app_transaction=(DISPATCH_APP_ID, dispatched),
                     custom_metadata=cq_state.to_metadata())
     scanned.unpersist()
-    store.dispatch()
+    dispatch(tables)
     return report
 
 

@@ -13,7 +13,10 @@ from typing import List, Optional
 
 from pyspark.sql import functions as F
 
+from rocketfilter.store import schema as S
+from rocketfilter.store.retry import retry_on_conflict
 from rocketfilter.store.state import ConsumeQueueState
+from rocketfilter.store.tables import StoreTables
 
 
 @dataclass
@@ -23,17 +26,17 @@ class ExpireReport:
     min_commitlog_offset: int
 
 
-def _boundary(store, state, before_offset: Optional[int], before_timestamp: Optional[int]) -> int:
+def _boundary(tables: StoreTables, state, before_offset: Optional[int], before_timestamp: Optional[int]) -> int:
     """The start of the first commit-log file (``mapped_file_size_commit_log`` bytes each) that
     must stay: files wholly before ``before_offset``, or whose every message was stored before
     ``before_timestamp``, go; the file being written never does, as on a broker."""
-    size = store.config.mapped_file_size_commit_log
+    size = tables.config.mapped_file_size_commit_log
     last_file = state.next_commitlog_offset // size * size
     keep = state.min_commitlog_offset // size * size
     if before_offset is not None:
         keep = max(keep, before_offset // size * size)
     if before_timestamp is not None:
-        newest = (store.commitlog.read(store.spark)
+        newest = (tables.commitlog.read(tables.spark)
                   .groupBy(F.floor(F.col("commitlog_offset") / size).alias("file"))
                   .agg(F.max("store_timestamp").alias("newest"))
                   .where(F.col("newest") >= before_timestamp)
@@ -42,7 +45,7 @@ def _boundary(store, state, before_offset: Optional[int], before_timestamp: Opti
     return min(keep, last_file)
 
 
-def expire(store, before_commitlog_offset: Optional[int] = None,
+def expire(tables: StoreTables, before_commitlog_offset: Optional[int] = None,
            before_timestamp: Optional[int] = None, *, clean_consume_queue: bool = True) -> ExpireReport:
     """Delete the oldest commit-log files, as a broker's CleanCommitLogService does, then clean
     the ConsumeQueue.
@@ -53,22 +56,20 @@ def expire(store, before_commitlog_offset: Optional[int] = None,
     start are rewritten without the expired rows, so the CommitLog's min offset lands on a file
     boundary, where a pull's ``skipUntilPhy`` expects the next live message.
     """
-    from rocketfilter.store.store import retry_on_conflict
-
     if before_commitlog_offset is None and before_timestamp is None:
         raise ValueError("expire() needs before_commitlog_offset or before_timestamp")
 
     def drop_commitlog():
-        table = store.commitlog.refresh()
+        table = tables.table(S.COMMITLOG)
         version = table.version()
-        state = store.commitlog_state()
-        keep = _boundary(store, state, before_commitlog_offset, before_timestamp)
+        state = tables.commitlog_state()
+        keep = _boundary(tables, state, before_commitlog_offset, before_timestamp)
         files = table.files()
         gone = [f for f in files if f.max["commitlog_offset"] < keep]
         straddle = [f for f in files if f.min["commitlog_offset"] < keep <= f.max["commitlog_offset"]]
         adds = []
         if straddle:
-            rest = table.read(store.spark, files=straddle).where(F.col("commitlog_offset") >= keep)
+            rest = table.read(tables.spark, files=straddle).where(F.col("commitlog_offset") >= keep)
             adds = table.write(rest.orderBy("commitlog_offset"))
         if keep > state.min_commitlog_offset or gone or straddle:
             state.min_commitlog_offset = max(keep, state.min_commitlog_offset)
@@ -77,22 +78,20 @@ def expire(store, before_commitlog_offset: Optional[int] = None,
         return len(gone) + len(straddle), state.min_commitlog_offset
 
     removed, min_offset = retry_on_conflict(drop_commitlog, "expire")
-    cq_removed = clean_consumequeue(store, min_offset) if clean_consume_queue else 0
+    cq_removed = clean_consumequeue(tables, min_offset) if clean_consume_queue else 0
     return ExpireReport(removed, cq_removed, min_offset)
 
 
-def clean_consumequeue(store, min_commitlog_offset: int) -> int:
+def clean_consumequeue(tables: StoreTables, min_commitlog_offset: int) -> int:
     """``correctMinOffset`` and ``deleteExpiredFile`` of every consume queue."""
-    from rocketfilter.store.store import retry_on_conflict
-
     def attempt():
-        table = store.consumequeue.refresh()
+        table = tables.table(S.CONSUMEQUEUE)
         version = table.version()
-        state = store.consumequeue_state()
+        state = tables.consumequeue_state()
         files = table.files()
         gone = [f for f in files if f.max.get("commitlog_offset") is not None
                 and f.max["commitlog_offset"] < min_commitlog_offset]
-        firsts = (table.read(store.spark, files=[f for f in files if f not in gone])
+        firsts = (table.read(tables.spark, files=[f for f in files if f not in gone])
                   .where(F.col("commitlog_offset") >= min_commitlog_offset)
                   .groupBy("topic", "queue_id").agg(F.min("queue_offset").alias("first"))
                   .collect())
@@ -106,24 +105,22 @@ def clean_consumequeue(store, min_commitlog_offset: int) -> int:
     return retry_on_conflict(attempt, "consume-queue clean-up")
 
 
-def compact(store, *, small_file_rows: Optional[int] = None) -> dict:
+def compact(tables: StoreTables, *, small_file_rows: Optional[int] = None) -> dict:
     """Merge small files (fewer than ``small_file_rows`` rows) of the CommitLog and the
     ConsumeQueue into large clustered ones, then write checkpoints. Returns files before/after."""
-    from rocketfilter.store.store import retry_on_conflict
-
-    limit = small_file_rows or store.config.consume_queue_rows_per_file // 2
+    limit = small_file_rows or tables.config.consume_queue_rows_per_file // 2
     result = {}
     for name, sort_by, split_on, state_of in (
-            ("commitlog", ("commitlog_offset",), (), store.commitlog_state),
+            ("commitlog", ("commitlog_offset",), (), tables.commitlog_state),
             ("consumequeue", ("topic", "queue_id", "queue_offset"), ("topic", "queue_id"),
-             store.consumequeue_state)):
+             tables.consumequeue_state)):
         def attempt(name=name, sort_by=sort_by, split_on=split_on, state_of=state_of):
-            table = store.tables[name].refresh()
+            table = tables.table(name)
             before = table.files()
             small = [f for f in before if f.num_records < limit]
             if len(small) > 1:
-                table.rewrite(store.spark, small, sort_by=sort_by, split_on=split_on,
-                              max_rows_per_file=store.config.consume_queue_rows_per_file,
+                table.rewrite(tables.spark, small, sort_by=sort_by, split_on=split_on,
+                              max_rows_per_file=tables.config.consume_queue_rows_per_file,
                               custom_metadata=state_of().to_metadata())
             table.checkpoint()
             return len(before), len(table.refresh().files())
@@ -131,10 +128,10 @@ def compact(store, *, small_file_rows: Optional[int] = None) -> dict:
     return result
 
 
-def vacuum(store, retention_hours: float = 168, *, enforce_retention_duration: bool = True) -> List[str]:
+def vacuum(tables: StoreTables, retention_hours: float = 168, *, enforce_retention_duration: bool = True) -> List[str]:
     """Delete data files no longer referenced by any table version within the retention."""
     deleted: List[str] = []
-    for table in store.tables.values():
-        deleted += table.refresh().vacuum(retention_hours,
+    for name in S.TABLES:
+        deleted += tables.table(name).vacuum(retention_hours,
                                           enforce_retention_duration=enforce_retention_duration)
     return deleted

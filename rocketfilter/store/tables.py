@@ -1,0 +1,201 @@
+"""``StoreTables``: the Delta tables of one store and what every store operation reads from them.
+
+The operations (:mod:`.put`, :mod:`.dispatch`, :mod:`.retention`, :mod:`.import_job`,
+:mod:`.topics`, :mod:`.offsets`) take a ``StoreTables`` and never import the
+:class:`~rocketfilter.store.store.MessageStore` facade, which is a ``StoreTables`` itself.
+
+The CommitLog commit is the truth; the ConsumeQueue is derived from it by dispatch, as RocketMQ's
+reput service does. The small tables (topics, consumer offsets) are rewritten whole on each
+change, with optimistic concurrency, since they hold one row per topic or per queue.
+"""
+from __future__ import annotations
+
+import os
+import random
+from contextlib import contextmanager
+from typing import Any, Dict, Optional
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyarrow import fs as pafs
+
+from rocketfilter.config import BrokerConfig, MessageStoreConfig
+from rocketfilter.store import schema as S
+from rocketfilter.store.delta import Table, TableMissingError
+from rocketfilter.store.delta_write import filesystem_path
+from rocketfilter.store.filter_data import ConsumerFilterManager
+from rocketfilter.store.errors import StoreDamagedError, StoreNotFoundError
+from rocketfilter.store.retry import retry_on_conflict
+from rocketfilter.store.state import (COMMITLOG_KEY, CONSUMEQUEUE_KEY, CommitLogState,
+                                      ConsumeQueueState)
+
+
+# How Spark (classic and Connect) reports a data file that vanished under a read.
+_FILE_GONE = ("FileNotFoundException", "FILE_NOT_EXIST", "PATH_NOT_FOUND", "No such file or directory")
+
+
+def normalize_store_uri(uri) -> str:
+    """Local paths absolute (``~`` expanded), URIs as given; no trailing slash."""
+    uri = os.fspath(uri)
+    if "://" in uri:
+        return uri.rstrip("/")
+    return os.path.abspath(os.path.expanduser(uri)).rstrip("/") or "/"
+
+
+def store_exists(uri, storage_options: Optional[dict] = None) -> bool:
+    """Whether ``uri`` holds a rocketfilter store (its CommitLog table), without creating one."""
+    from deltalake import DeltaTable
+
+    return DeltaTable.is_deltatable(f"{normalize_store_uri(uri)}/{S.COMMITLOG}", storage_options)
+
+
+class StoreTables:
+    """The four Delta tables under ``uri``, the store's settings and its high-water marks.
+
+    ``create=False`` refuses a path that holds no store (a mistyped path) with
+    :class:`~rocketfilter.store.errors.StoreNotFoundError` instead of making an empty one.
+    """
+
+    def __init__(self, uri: str, spark, config: MessageStoreConfig,
+                 broker_config: Optional[BrokerConfig] = None,
+                 storage_options: Optional[dict] = None, *, create: bool = True):
+        self.uri = normalize_store_uri(uri)
+        self.spark = spark
+        self.config = config
+        # DefaultMessageStore takes the BrokerConfig too: cluster name, store host, auto-create
+        # and the bitmap switch live there.
+        self.broker_config = broker_config or BrokerConfig()
+        self.storage_options = storage_options
+        if not create and not store_exists(self.uri, storage_options):
+            raise StoreNotFoundError(f"no rocketfilter store at {uri} (no {S.COMMITLOG} Delta table "
+                                     "there); check the path, or create one with create=True")
+        self.tables: Dict[str, Table] = {
+            name: Table.open(f"{self.uri}/{name}", S.SCHEMAS[name],
+                             stats_columns=S.STATS_COLUMNS[name], storage_options=storage_options)
+            for name in S.TABLES
+        }
+        self._filter_manager = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.uri!r})"
+
+    @property
+    def commitlog(self) -> Table:
+        return self.tables[S.COMMITLOG]
+
+    @property
+    def consumequeue(self) -> Table:
+        return self.tables[S.CONSUMEQUEUE]
+
+    # --- integrity ---------------------------------------------------------------------------
+
+    def table(self, name: str) -> Table:
+        """The table ``name`` refreshed to its latest version; StoreDamagedError when it is gone."""
+        try:
+            return self.tables[name].refresh()
+        except TableMissingError as exc:
+            raise StoreDamagedError(f"store {self.uri}: the {name} table is gone ({exc}); "
+                                    "the store cannot be used") from None
+
+    def check_files(self, *names: str) -> None:
+        """Raise StoreDamagedError naming the first data file that the latest snapshot of a table
+        (``names``, default all) lists but storage no longer has. Writers call it before they
+        continue offsets, so a store that lost messages is never appended to."""
+        for name in names or S.TABLES:
+            missing = self.table(name).missing_files()
+            if missing:
+                raise StoreDamagedError(
+                    f"store {self.uri}: the {name} table lost {len(missing)} data file(s) its Delta "
+                    f"log still lists, e.g. {missing[0]}; restore them (or the whole store) "
+                    "before using it")
+
+    @contextmanager
+    def reading(self, *names: str):
+        """Run Spark reads of tables ``names`` (default all); when one fails because a data file
+        is gone, raise StoreDamagedError naming it instead of Spark's error. Storage is listed
+        only after such a failure, so the usual read pays nothing."""
+        try:
+            yield
+        except Exception as exc:
+            text = str(exc)
+            if any(sign in text for sign in _FILE_GONE):
+                self.check_files(*names)
+            raise
+
+    # --- high-water marks --------------------------------------------------------------------
+
+    def commitlog_state(self) -> CommitLogState:
+        """The CommitLog's high-water marks as of its latest snapshot."""
+        return CommitLogState.from_metadata(self.table(S.COMMITLOG).latest_metadata(COMMITLOG_KEY))
+
+    def consumequeue_state(self) -> ConsumeQueueState:
+        return ConsumeQueueState.from_metadata(
+            self.table(S.CONSUMEQUEUE).latest_metadata(CONSUMEQUEUE_KEY))
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        """One past the queue's last dispatched entry (``maxOffsetInQueue``); 0 when empty."""
+        found = self.consumequeue_state().offsets(topic, queue_id)
+        return 0 if found is None else found[1]
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        found = self.consumequeue_state().offsets(topic, queue_id)
+        return 0 if found is None else found[0]
+
+    # --- small tables --------------------------------------------------------------------------
+
+    def read_small(self, name: str) -> pa.Table:
+        """A small table's rows (topics, consumer offsets) read on the driver."""
+        table = self.table(name)
+        files = table.files()
+        schema = S.arrow_schema(S.SCHEMAS[name])
+        if not files:
+            return schema.empty_table()
+        located = [filesystem_path(f.path) for f in files]
+        try:
+            return pq.read_table([p for _, p in located], filesystem=located[0][0], schema=schema)
+        except FileNotFoundError:
+            self.check_files(name)
+            raise
+
+    def rewrite_small(self, name: str, update) -> Any:
+        """Replace a small table's content by ``update(rows) -> (rows, result)`` in one commit."""
+        def attempt():
+            table = self.table(name)
+            version = table.version()
+            before = table.files()
+            rows = self.read_small(name).to_pylist()
+            rows, result = update(rows)
+            arrow = pa.Table.from_pylist(rows, schema=S.arrow_schema(S.SCHEMAS[name]))
+            adds = table.write_arrow(arrow) if rows else []
+            table.commit(adds, before, expected_version=version, operation="MERGE")
+            return result
+        return retry_on_conflict(attempt, f"update of {name}")
+
+    # --- config files kept with the store (consumerFilter.json and the like) -----------------
+
+    def _config_path(self, name: str):
+        filesystem, root = filesystem_path(self.uri)
+        return filesystem, f"{root}/config/{name}"
+
+    def read_config(self, name: str) -> Optional[str]:
+        filesystem, path = self._config_path(name)
+        if filesystem.get_file_info(path).type == pafs.FileType.NotFound:
+            return None
+        with filesystem.open_input_stream(path) as f:
+            return f.read().decode("utf-8")
+
+    def write_config(self, name: str, text: str) -> None:
+        """Write through a temporary name, then move, so readers never see half a file."""
+        filesystem, path = self._config_path(name)
+        filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        tmp = f"{path}.tmp{random.randrange(1 << 30)}"
+        with filesystem.open_output_stream(tmp) as f:
+            f.write(text.encode("utf-8"))
+        filesystem.move(tmp, path)
+
+    @property
+    def filter_manager(self):
+        """The consumer groups' SQL92 filter data, persisted as ``config/consumerFilter.json``."""
+        if self._filter_manager is None:
+            self._filter_manager = ConsumerFilterManager.for_store(self)
+        return self._filter_manager
