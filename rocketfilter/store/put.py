@@ -23,73 +23,18 @@ from pyspark.sql import types as T
 
 from rocketfilter.message import properties_to_string_column, string_to_properties_column
 from rocketfilter.store import schema as S
+from rocketfilter.store.dispatch import dispatch
+from rocketfilter.store.put_input import INPUT_SCHEMA, PutMessageError, as_dict, conform, messages_from_list
+from rocketfilter.store.retry import retry_on_conflict
 from rocketfilter.store.state import CommitLogState
+from rocketfilter.store.tables import StoreTables
+from rocketfilter.store.topics import create_topic, topics
 
-INPUT_SCHEMA = T.StructType([
-    T.StructField("topic", T.StringType()),
-    T.StructField("tags", T.StringType()),
-    T.StructField("keys", T.StringType()),
-    T.StructField("properties", T.MapType(T.StringType(), T.StringType())),
-    T.StructField("body", T.BinaryType()),
-    T.StructField("queue_id", T.IntegerType()),
-    T.StructField("flag", T.IntegerType()),
-    T.StructField("born_timestamp", T.LongType()),
-    T.StructField("born_host", T.StringType()),
-])
-_ONE_FILE_ROWS = 100_000
+# Re-exported: callers import the input schema and the error from here.
+__all__ = ["put_messages", "PutMessageError", "INPUT_SCHEMA"]
 
 
-class PutMessageError(ValueError):
-    """A message the store refuses (unknown topic, queue out of range, missing field)."""
-
-
-# --- input ----------------------------------------------------------------------------------
-
-def _as_dict(message) -> dict:
-    if isinstance(message, dict):
-        return message
-    return {name: getattr(message, name) for name in INPUT_SCHEMA.fieldNames() if hasattr(message, name)}
-
-
-def _from_list(spark, messages: list) -> DataFrame:
-    rows = []
-    for i, message in enumerate(messages):
-        m = _as_dict(message)
-        unknown = set(m) - set(INPUT_SCHEMA.fieldNames())
-        if unknown:
-            raise PutMessageError(f"message {i}: unknown field(s) {sorted(unknown)}; "
-                                  f"expected some of {INPUT_SCHEMA.fieldNames()}")
-        body = m.get("body")
-        keys = m.get("keys")
-        rows.append({
-            **{k: m.get(k) for k in INPUT_SCHEMA.fieldNames()},
-            "body": body.encode("utf-8") if isinstance(body, str) else body,
-            "keys": " ".join(keys) if isinstance(keys, (list, tuple)) else keys,
-            "properties": list((m.get("properties") or {}).items()),
-        })
-    arrow = pa.Table.from_pylist(rows, schema=S.arrow_schema(INPUT_SCHEMA))
-    df = spark.createDataFrame(arrow)
-    # A list is small: one task writes one file instead of one per core.
-    return df.coalesce(1) if len(rows) <= _ONE_FILE_ROWS else df
-
-
-def _conform(df: DataFrame) -> DataFrame:
-    """Select the input columns the store knows, adding nulls for absent ones."""
-    if "topic" not in df.columns:
-        raise PutMessageError(f"put_messages needs a 'topic' column; got {df.columns}")
-    cols = []
-    for field in INPUT_SCHEMA.fields:
-        if field.name in df.columns:
-            col = F.col(field.name)
-            if field.name == "body" and isinstance(df.schema[field.name].dataType, T.StringType):
-                col = F.encode(col, "UTF-8")
-            elif field.name == "keys" and isinstance(df.schema[field.name].dataType, T.ArrayType):
-                col = F.array_join(col, " ")
-            cols.append(col.cast(field.dataType).alias(field.name))
-        else:
-            cols.append(F.lit(None).cast(field.dataType).alias(field.name))
-    return df.select(*cols)
-
+# --- preparing the records ------------------------------------------------------------------
 
 def _with_producer_properties(props, tags, keys, cluster_name: str):
     """``Message.setTags``/``setKeys`` and the constructor's ``WAIT=true``, then the broker's
@@ -150,22 +95,23 @@ def _count_partition(batches):
         if batch.num_rows == 0:
             continue
         table = pa.Table.from_batches([batch]).select(["topic", "queue_id", "store_size"])
+        # count_all: a message without a topic (so without a size) must still be counted.
         grouped = table.group_by(["topic", "queue_id"], use_threads=False).aggregate(
-            [("store_size", "count"), ("store_size", "sum")])
+            [([], "count_all"), ("store_size", "sum")])
         for row in grouped.to_pylist():
             key = (row["topic"], row["queue_id"])
             acc = totals.setdefault(key, [0, 0])
-            acc[0] += row["store_size_count"]
-            acc[1] += row["store_size_sum"]
+            acc[0] += row["count_all"]
+            acc[1] += row["store_size_sum"] or 0
     pid = TaskContext.get().partitionId()
     rows = [{"p": pid, "topic": t, "queue_id": q, "n": n, "bytes": b} for (t, q), (n, b) in totals.items()]
     yield pa.RecordBatch.from_pylist(rows, schema=pa.schema([
-        ("p", pa.int32()), ("topic", pa.string()), ("queue_id", pa.int32()),
+        ("p", pa.int32()), ("topic", pa.string()), ("queue_id", pa.int64()),
         ("n", pa.int64()), ("bytes", pa.int64())]))
 
 
 def _counts(df: DataFrame) -> List[tuple]:
-    return df.mapInArrow(_count_partition, "p int, topic string, queue_id int, n long, bytes long").collect()
+    return df.mapInArrow(_count_partition, "p int, topic string, queue_id long, n long, bytes long").collect()
 
 
 def _plan(counts: List[tuple], state: CommitLogState, queue_nums: Dict[str, int]) -> Tuple[dict, CommitLogState]:
@@ -252,7 +198,7 @@ def _assigner(plan: dict):
             phys += int(sizes.sum())
             yield (batch
                    .set_column(batch.schema.get_field_index("queue_id"), "queue_id",
-                               pa.array(queue.astype(np.int32)))
+                               pa.array(queue))
                    .append_column("queue_offset", pa.array(queue_offset))
                    .append_column("commitlog_offset", pa.array(offsets)))
     return assign
@@ -283,74 +229,91 @@ def _finish(assigned: DataFrame, store_host: str, store_timestamp: int) -> DataF
 
 # --- the whole put --------------------------------------------------------------------------
 
-def _check_topics(store, counts: List[tuple]) -> Dict[str, int]:
-    topics = store.topics()
+def _check_topics(tables: StoreTables, wanted: Dict[str, set]) -> Dict[str, int]:
+    """Each topic's write queue count, creating topics when auto-creation is on; PutMessageError
+    for an unknown topic or an explicit queue id out of range. ``wanted`` maps a topic to the
+    explicit queue ids its messages ask for (None: round robin)."""
+    known = topics(tables)
     queue_nums = {}
-    for topic in sorted({r["topic"] for r in counts}, key=str):
-        if topic is None:
-            raise PutMessageError("a message has no topic")
-        config = topics.get(topic)
+    for topic in sorted(wanted):
+        config = known.get(topic)
         if config is None:
-            broker = store.broker_config
+            broker = tables.broker_config
             if not broker.auto_create_topic_enable:
                 raise PutMessageError(f"topic {topic!r} does not exist; create it with create_topic()")
-            config = store.create_topic(topic, broker.default_topic_queue_nums,
-                                        broker.default_topic_queue_nums)
+            config = create_topic(tables, topic, broker.default_topic_queue_nums,
+                                  broker.default_topic_queue_nums)
         queue_nums[topic] = config.write_queue_nums
-        for r in counts:
-            if r["topic"] == topic and r["queue_id"] is not None and not 0 <= r["queue_id"] < config.write_queue_nums:
-                raise PutMessageError(f"topic {topic!r}: queue_id {r['queue_id']} is outside "
-                                      f"0..{config.write_queue_nums - 1} (write_queue_nums)")
+        bad = sorted(q for q in wanted[topic] if q is not None and not 0 <= q < config.write_queue_nums)
+        if bad:
+            raise PutMessageError(f"topic {topic!r}: queue_id {bad[0]} is outside "
+                                  f"0..{config.write_queue_nums - 1} (write_queue_nums)")
     return queue_nums
 
 
-def put_messages(store, messages):
+def _wanted(rows) -> Dict[str, set]:
+    wanted: Dict[str, set] = {}
+    for topic, queue_id in rows:
+        wanted.setdefault(topic, set()).add(queue_id)
+    return wanted
+
+
+def put_messages(tables: StoreTables, messages):
     """Append ``messages`` to the CommitLog in one Delta commit, then dispatch them.
 
     ``messages`` is a Spark DataFrame or a list of dicts (or objects with those attributes) with
     ``topic`` and optionally ``tags``, ``keys`` (a string or a list), ``properties`` (a dict),
     ``body`` (bytes or str), ``queue_id``, ``flag``, ``born_timestamp``, ``born_host``. A
+    list is checked message by message before any Spark job (PutMessageError names the message
+    and the field); a DataFrame by its schema, then by a first pass that counts the rows. A
     DataFrame input must be deterministic (it is read twice: once to count, once to write).
 
     Returns what was assigned (topic, queue_id, queue_offset, commitlog_offset, msg_id): a list
     of dicts for a list input, a DataFrame for a DataFrame input.
     """
-    from rocketfilter.store.store import retry_on_conflict
-
+    spark = tables.spark
     as_list = not isinstance(messages, DataFrame)
     if as_list:
         messages = list(messages)
         if not messages:
             return []
-        df = _from_list(store.spark, messages)
+        df = messages_from_list(spark, messages)
+        # Known on the driver: refuse a bad topic or queue before any Spark job.
+        _check_topics(tables, _wanted((m["topic"], m.get("queue_id")) for m in map(as_dict, messages)))
     else:
         df = messages
-    prepared = _prepare(_conform(df), store.broker_config.broker_cluster_name)
-    store_host = f"{store.broker_config.broker_ip1}:{store.broker_config.listen_port}"
+    prepared = _prepare(conform(df), tables.broker_config.broker_cluster_name)
+    broker = tables.broker_config
+    store_host = f"{broker.broker_ip1}:{broker.listen_port}"
+    tables.check_files(S.COMMITLOG)  # never continue offsets past lost messages
     counts = _counts(prepared)
     if not counts:
-        return [] if as_list else store.spark.createDataFrame([], S.COMMITLOG_SCHEMA).select(*_RESULT)
-    queue_nums = _check_topics(store, counts)
+        return [] if as_list else spark.createDataFrame([], S.COMMITLOG_SCHEMA).select(*_RESULT)
+    missing = sum(int(r["n"]) for r in counts if r["topic"] is None)
+    if missing:
+        raise PutMessageError(f"{missing} message(s) have no topic (column 'topic' is null); "
+                              "nothing was written")
+    queue_nums = _check_topics(tables, _wanted((r["topic"], r["queue_id"]) for r in counts))
 
     def attempt():
-        table = store.commitlog.refresh()
+        table = tables.table(S.COMMITLOG)
         version = table.version()
-        state = store.commitlog_state()
+        state = tables.commitlog_state()
         plan, new_state = _plan(counts, state, queue_nums)
         now = int(time.time() * 1000)
         out = T.StructType(prepared.schema.fields + [T.StructField("queue_offset", T.LongType()),
                                                      T.StructField("commitlog_offset", T.LongType())])
         assigned = prepared.mapInArrow(_assigner(plan), out)
         adds = table.write(_finish(assigned, store_host, now),
-                           row_group_rows=store.config.commit_log_row_group_rows)
+                           row_group_rows=tables.config.commit_log_row_group_rows)
         table.commit(adds, expected_version=version, custom_metadata=new_state.to_metadata())
         return state.next_commitlog_offset, new_state.next_commitlog_offset
 
     start, end = retry_on_conflict(attempt, "put_messages")
-    if store.config.dispatch_on_put:
-        store.dispatch()
-    result = (store.commitlog.read(store.spark, where=[("commitlog_offset", ">=", start),
-                                                       ("commitlog_offset", "<", end)])
+    if tables.config.dispatch_on_put:
+        dispatch(tables)
+    result = (tables.commitlog.read(spark, where=[("commitlog_offset", ">=", start),
+                                                  ("commitlog_offset", "<", end)])
               .select(*_RESULT))
     if as_list:
         return [r.asDict() for r in result.orderBy("commitlog_offset").collect()]
