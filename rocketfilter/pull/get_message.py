@@ -21,9 +21,10 @@ from typing import Optional
 
 import numpy as np
 
+from rocketfilter.checks import check_max_msg_nums, check_pull_offset
 from rocketfilter.pull.result import GetMessageResult
 from rocketfilter.pull.scan import is_sql_filter, read_window, small_query_conf
-from rocketfilter.pull.window import PullLimits, get_message_window, no_matched_logic_queue
+from rocketfilter.pull.window import PullLimits, get_message_window
 from rocketfilter.store import schema as S
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -54,11 +55,12 @@ def get_message(store, group: str, topic: str, queue_id: int, offset: int,
     retry variant), or None to accept everything. The result carries the found messages as
     MessageExt-like dicts (``messages``) and as a Spark DataFrame (``dataframe``).
     """
+    check_max_msg_nums(max_msg_nums)
+    check_pull_offset(offset)
     limits = pull_limits(store.config)
-    queue = store.consumequeue_state().offsets(topic, queue_id)
-    if queue is None:
-        return no_matched_logic_queue(offset, limits).to_get_message_result()
-    min_offset, max_offset = queue
+    # findOrCreateConsumeQueue: a queue that never received a message is an empty queue, so the
+    # answer is NO_MESSAGE_IN_QUEUE, never NO_MATCHED_LOGIC_QUEUE (SEMANTICS §12.2).
+    min_offset, max_offset = store.consumequeue_state().offsets(topic, queue_id) or (0, 0)
     commitlog = store.commitlog_state()  # one snapshot for the pull's max and min offsets
     max_offset_py = commitlog.next_commitlog_offset
     window = dict(offset=offset, max_msg_nums=max_msg_nums, min_offset=min_offset,
@@ -69,7 +71,7 @@ def get_message(store, group: str, topic: str, queue_id: int, offset: int,
 
     end = min(offset + limits.window_entries(max_msg_nums),
               limits.roll_next_consume_queue_file(offset), max_offset)
-    with small_query_conf(store.spark):
+    with small_query_conf(store.spark), store.reading(S.COMMITLOG, S.CONSUMEQUEUE):
         scan = read_window(store, topic, queue_id, offset, end, message_filter)
         # Retention removes a prefix of the CommitLog, so presence is one comparison.
         present = scan.positions >= commitlog.min_commitlog_offset

@@ -13,9 +13,13 @@ from typing import Dict, Optional
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from rocketfilter.checks import check_max_msg_nums
+from rocketfilter.pull.batch import ENTRY_SCHEMA, PULL_SCHEMA
 from rocketfilter.pull.batch import pull_sequence as _pull_sequence
 from rocketfilter.pull.get_message import pull_limits
 from rocketfilter.pull.scan import is_sql_filter
+from rocketfilter.pull.window import no_message_in_queue
+from rocketfilter.store import schema as S
 
 
 def pull_sequence(store, topic: str, message_filter=None, *, max_msg_nums: int = 32,
@@ -24,16 +28,27 @@ def pull_sequence(store, topic: str, message_filter=None, *, max_msg_nums: int =
                   output: str = "entries") -> DataFrame:
     """Every delivered message of ``topic`` from ``start_offsets`` (default: each queue's min
     offset) to ``end_offsets`` (default: its max), with the pull number that delivered it and
-    that pull's ``next_begin_offset`` and status. ``output="pulls"`` gives one row per pull.
+    that pull's ``next_begin_offset`` and status. ``output="pulls"`` gives one row per pull; a
+    readable queue that never received a message answers one NO_MESSAGE_IN_QUEUE pull, as a
+    broker's getMessage does.
 
     >>> from rocketfilter.pull.filter import ExpressionMessageFilter
     >>> f = ExpressionMessageFilter(build_subscription("T", "TagA"))       # doctest: +SKIP
     >>> pull_sequence(store, "T", f).groupBy("queue_id").count().show()   # doctest: +SKIP
     """
-    state = store.consumequeue_state()
-    queues = state.queues.get(topic, {})
+    check_max_msg_nums(max_msg_nums)
+    if output not in ("entries", "pulls"):
+        raise ValueError(f"output must be 'entries' or 'pulls', not {output!r}")
+    config = store.topic_config(topic)
+    queues = store.consumequeue_state().queues.get(topic, {})
+    if config is None and not queues:
+        known = ", ".join(sorted(store.topics())) or "none"
+        raise ValueError(f"topic {topic!r} does not exist in store {store.uri} (topics: {known})")
+    readable = range(config.read_queue_nums) if config is not None else ()
+    empty = sorted(set(readable) - set(queues))
     if not queues:
-        raise ValueError(f"topic {topic!r} has no dispatched queue in store {store.uri}")
+        return _empty_queue_pulls(store, topic, empty, start_offsets, output)
+    store.check_files(S.COMMITLOG, S.CONSUMEQUEUE)  # a lazy result: catch lost files now
     key = lambda q: (topic, q)  # noqa: E731
     starts = {key(q): (start_offsets or {}).get(q, lo) for q, (lo, hi) in queues.items()}
     ends = {key(q): (end_offsets or {}).get(q, hi) for q, (lo, hi) in queues.items()}
@@ -53,11 +68,25 @@ def pull_sequence(store, topic: str, message_filter=None, *, max_msg_nums: int =
             .withColumn("cl_match", F.coalesce("cl_match", F.lit(False)))
     else:
         entries = entries.withColumn("cl_match", F.lit(True))
-    return _pull_sequence(entries, max_msg_nums=max_msg_nums,
-                          max_offset_py=cl.next_commitlog_offset, limits=pull_limits(store.config),
-                          start_offsets=starts, end_offsets=ends,
-                          min_offsets={key(q): lo for q, (lo, hi) in queues.items()},
-                          max_offsets={key(q): hi for q, (lo, hi) in queues.items()},
-                          output=output)
+    result = _pull_sequence(entries, max_msg_nums=max_msg_nums,
+                            max_offset_py=cl.next_commitlog_offset, limits=pull_limits(store.config),
+                            start_offsets=starts, end_offsets=ends,
+                            min_offsets={key(q): lo for q, (lo, hi) in queues.items()},
+                            max_offsets={key(q): hi for q, (lo, hi) in queues.items()},
+                            output=output)
+    if output == "pulls" and empty:
+        result = result.unionByName(_empty_queue_pulls(store, topic, empty, start_offsets, output))
+    return result
 
 
+def _empty_queue_pulls(store, topic: str, queue_ids, start_offsets, output: str) -> DataFrame:
+    """The one pull each queue without messages answers (NO_MESSAGE_IN_QUEUE), or no entries."""
+    if output == "entries" or not queue_ids:
+        return store.spark.createDataFrame([], ENTRY_SCHEMA if output == "entries" else PULL_SCHEMA)
+    limits = pull_limits(store.config)
+    rows = []
+    for q in queue_ids:
+        offset = (start_offsets or {}).get(q, 0)
+        r = no_message_in_queue(offset, limits)
+        rows.append((topic, q, 0, offset, r.status.value, r.next_begin_offset, 0, 0, 0, False, 0, 0, 0))
+    return store.spark.createDataFrame(rows, PULL_SCHEMA)

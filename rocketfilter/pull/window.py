@@ -155,8 +155,16 @@ class WindowResult:
 
 
 def no_matched_logic_queue(offset: int, limits: PullLimits = DEFAULT_LIMITS) -> WindowResult:
-    """The answer when findConsumeQueue returns null (the queue does not exist)."""
+    """The answer when findConsumeQueue returns null. DefaultMessageStore never does (it creates
+    the queue: :func:`no_message_in_queue`); only other MessageStore implementations answer this."""
     return WindowResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE,
+                        limits.next_offset_correction(offset, 0))
+
+
+def no_message_in_queue(offset: int, limits: PullLimits = DEFAULT_LIMITS) -> WindowResult:
+    """The answer for a queue that holds no entry (maxOffset 0), e.g. one that never received a
+    message: findOrCreateConsumeQueue made it empty."""
+    return WindowResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE,
                         limits.next_offset_correction(offset, 0))
 
 

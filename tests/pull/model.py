@@ -96,8 +96,17 @@ def batch_full(size_py, batch_num, max_msg_nums, max_bytes, buffer_total, messag
     return message_total >= cfg.max_transfer_count_on_message_in_disk
 
 
+def find_or_create_consume_queue(queue: Optional[Queue]) -> Queue:
+    """DefaultMessageStore's findConsumeQueue is findOrCreateConsumeQueue (5.x; 4.x creates the
+    queue too): a queue that never received a message is an empty queue, never null."""
+    return queue if queue is not None else Queue({}, 0, 0)
+
+
 def get_message(queue: Optional[Queue], offset: int, max_msg_nums: int, max_offset_py: int,
                 cfg: Config) -> Result:
+    """``getMessage``. ``queue=None`` is findConsumeQueue returning null, which only MessageStore
+    implementations other than DefaultMessageStore do (NO_MATCHED_LOGIC_QUEUE); model the broker
+    with :func:`find_or_create_consume_queue`."""
     def corr(old, new):
         if cfg.broker_role == "SLAVE" and not cfg.offset_check_in_slave:
             return old
