@@ -13,11 +13,9 @@ records and units. The executor-side parsers are in :mod:`.import_parse`; record
 """
 from __future__ import annotations
 
-import re
 import time
-from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Tuple
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -31,24 +29,15 @@ from rocketfilter.store.import_parse import (
     _consumequeue_rows,
     _filesystem,
 )
-from rocketfilter.store.records import StoreFormatError, check_cq_unit
+# Damage is re-exported: reports and callers import it from here.
+from rocketfilter.store.import_listing import Damage, list_commitlog, list_consumequeue
+from rocketfilter.store.records import check_cq_unit
 from rocketfilter.store.schema import COMMITLOG_SCHEMA
 
-_FILE_NAME = re.compile(r"^[0-9]{20}$")
 _SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 MAX_REPORTED_DAMAGE = 1000  # damage entries kept in a report; the count is always exact
-
-
-@dataclass(frozen=True)
-class Damage:
-    """One problem found in the store: file (relative to the store root), byte offset, reason."""
-
-    file: str
-    byte_offset: int
-    reason: str
-
-    def error(self) -> StoreFormatError:
-        return StoreFormatError(self.file, self.byte_offset, self.reason)
+_ISIN_LIMIT = 10_000   # more excluded offsets than this: an anti join, not an IN list
+MAX_QUEUE_NUMS = 1024  # the most queues a topic of this store can have (topics.create_topic)
 
 
 @dataclass
@@ -87,32 +76,6 @@ def require_store_dir(path: str):
     return filesystem, root
 
 
-def _list(filesystem, directory: str, recursive: bool):
-    from pyarrow import fs as pafs
-
-    return [i for i in filesystem.get_file_info(pafs.FileSelector(directory, recursive=recursive))
-            if i.type == pafs.FileType.File and not i.base_name.startswith(".")]
-
-
-def _rel(root: str, path: str) -> str:
-    return path[len(root):].lstrip("/")
-
-
-def _contiguity(files: Sequence[Tuple[str, int, int]], what: str, damage: List[Damage]) -> None:
-    """Check (rel name, start, size) files sorted by start: equal sizes, no gaps or overlaps."""
-    if not files:
-        return
-    mapped = Counter(size for _, _, size in files).most_common(1)[0][0]
-    for i, (name, start, size) in enumerate(files):
-        if size != mapped:
-            damage.append(Damage(name, min(size, mapped),
-                                 f"{what} file is {size} bytes; the others are {mapped}"))
-        if i and start != files[i - 1][1] + mapped:
-            prev = files[i - 1][1]
-            damage.append(Damage(name, 0, f"{what} file starts at {start}, expected {prev + mapped}"
-                                          f" right after the file at {prev}"))
-
-
 def _one_per_partition(spark: SparkSession, n: int) -> DataFrame:
     """ids 0..n-1, each in its own partition (so each becomes one task)."""
     return spark.range(0, n, 1, n)
@@ -126,40 +89,10 @@ class ImportedStore:
         self.spark, self.path, self.skip_damaged, self.task_bytes = spark, path, skip_damaged, task_bytes
         filesystem, root = require_store_dir(path)
         self._listing_damage: List[Damage] = []
-        cl_dir, cq_dir = f"{root}/commitlog", f"{root}/consumequeue"
-        from pyarrow import fs as pafs
-
-        # Commit-log files, in name (= start offset) order.
-        cl: List[Tuple[str, str, int, int]] = []
-        for info in _list(filesystem, cl_dir, recursive=False):
-            name = _rel(root, info.path)
-            if not _FILE_NAME.match(info.base_name):
-                self._listing_damage.append(Damage(name, 0, "not a commit-log file name (20 digits)"))
-                continue
-            cl.append((name, info.path, int(info.base_name), info.size))
-        cl.sort(key=lambda f: f[2])
-        _contiguity([(n, s, z) for n, _, s, z in cl], "commit-log", self._listing_damage)
+        cl = list_commitlog(filesystem, root, self._listing_damage)
         self._commitlog_files = cl
         self.commitlog_start = cl[0][2] if cl else 0
-
-        # Consume queues: consumequeue/<topic>/<queueId>/<file>.
-        queues: Dict[Tuple[str, int], List[Tuple[str, str, int, int]]] = defaultdict(list)
-        if filesystem.get_file_info(cq_dir).type == pafs.FileType.Directory:
-            for info in _list(filesystem, cq_dir, recursive=True):
-                name = _rel(root, info.path)
-                parts = name.split("/")
-                if len(parts) != 4 or not parts[2].isdigit() or not _FILE_NAME.match(parts[3]):
-                    self._listing_damage.append(Damage(name, 0, "not a consumequeue/<topic>/<queueId>/"
-                                                                "<20-digit offset> file"))
-                    continue
-                queues[(parts[1], int(parts[2]))].append((name, info.path, int(parts[3]), info.size))
-        for files in queues.values():
-            files.sort(key=lambda f: f[2])
-            _contiguity([(n, s, z) for n, _, s, z in files], "consume-queue", self._listing_damage)
-            for name, _, _, size in files:
-                if size % 20:
-                    self._listing_damage.append(Damage(name, size - size % 20, "file size is not a"
-                                                       " multiple of the 20-byte unit"))
+        queues = list_consumequeue(filesystem, root, self._listing_damage)
         self._cq_file_count = sum(len(f) for f in queues.values())
         max_queue: Dict[str, int] = {}
         for topic, queue_id in queues:
@@ -172,7 +105,7 @@ class ImportedStore:
             self._parsed = self._parsed.persist(StorageLevel.MEMORY_AND_DISK)
             self._units = self._units.persist(StorageLevel.MEMORY_AND_DISK)
         self._joined = self._check_units()
-        self.commitlog: DataFrame = self._records().select(*COMMITLOG_SCHEMA.fieldNames())
+        self._mismatched: Optional[list] = None   # offsets of records a unit of another queue claims
         self.consumequeue: DataFrame = self._joined.filter(F.col("_problem").isNull()).select(
             "topic", "queue_id", "queue_offset", "commitlog_offset", "size", "tags_code",
             F.col("r_store_timestamp").alias("store_timestamp"),
@@ -206,12 +139,35 @@ class ImportedStore:
     def _records(self) -> DataFrame:
         return self._parsed.filter(F.col("_kind") == "record")
 
+    def _queue_out_of_range(self, prefix: str = "") -> Column:
+        """A record's QUEUEID that no queue of its topic can have: negative, or not below the
+        topic's queue count (from ``consumequeue/``; MAX_QUEUE_NUMS for a topic without one)."""
+        topic, queue_id = F.col(f"{prefix}topic"), F.col(f"{prefix}queue_id")
+        limit = F.lit(MAX_QUEUE_NUMS)
+        for name, count in reversed(self.topics):
+            limit = F.when(topic == name, F.lit(count)).otherwise(limit)
+        return (queue_id < 0) | (queue_id >= limit)
+
+    @property
+    def commitlog(self) -> DataFrame:
+        """The records to import: every parsed record but those whose queue id is damage (out of
+        range, or disagreeing with the unit that points at it)."""
+        records = self._records().filter(~self._queue_out_of_range())
+        mismatched = self._mismatched
+        if mismatched is None or len(mismatched) > _ISIN_LIMIT:  # find them in the plan
+            mismatched_df = (self._joined.filter(F.col("_problem") == "queue")
+                             .select(F.col("r_commitlog_offset").alias("commitlog_offset")))
+            records = records.join(mismatched_df, "commitlog_offset", "left_anti")
+        elif mismatched:
+            records = records.filter(~F.col("commitlog_offset").isin(mismatched))
+        return records.select(*COMMITLOG_SCHEMA.fieldNames())
+
     def _check_units(self, how: str = "left") -> DataFrame:
         """Units joined with the record at their offset, with a ``_problem`` code: null when
         they agree; ``no_unit`` marks a record no unit points to (only with ``how="full"``)."""
         rec = self._records().select(*[F.col(c).alias(f"r_{c}") for c in (
             "commitlog_offset", "store_size", "topic", "queue_id", "queue_offset", "_tags_code",
-            "store_timestamp")])
+            "store_timestamp", "_file", "_file_position")])
         units = self._units.filter(F.col("_kind") == "unit")
         j = units.join(rec, units["commitlog_offset"] == rec["r_commitlog_offset"], how)
         tags_differ = (F.col("tags_code").isNotNull() & (F.col("topic") != _SCHEDULE_TOPIC)
@@ -247,17 +203,34 @@ class ImportedStore:
             "_kind", "_file", "_file_position", "_reason", "commitlog_offset", "store_size").collect()
         damage += [Damage(r["_file"], r["_file_position"], r["_reason"]) for r in meta if r["_kind"] == "error"]
         files = [r for r in meta if r["_kind"] == "file"]
+        exact = len(damage)  # damage counted exactly so far, whatever the report's list keeps
         report.messages = sum(r["store_size"] for r in files)
         report.blanks = sum(1 for r in meta if r["_kind"] == "blank")
         report.commitlog_end = max((r["commitlog_offset"] for r in files if r["_file_position"] > 0),
                                    default=self.commitlog_start)
+        out_of_range = self._records().filter(self._queue_out_of_range()).select(
+            "_file", "_file_position", "topic", "queue_id")
+        rows = out_of_range.limit(MAX_REPORTED_DAMAGE + 1).collect()
+        bad_records = len(rows) if len(rows) <= MAX_REPORTED_DAMAGE else out_of_range.count()
+        damage += [Damage(r["_file"], r["_file_position"],
+                          f"QUEUEID {r['queue_id']} is out of range for topic {r['topic']!r} "
+                          f"({self._queue_range(r['topic'])})") for r in rows[:MAX_REPORTED_DAMAGE]]
         self._raise_first(damage)
 
         # Jobs 2-3: consume-queue damage, then every unit against its record (full join).
-        damage += [Damage(r["_file"], r["_file_position"], r["_reason"]) for r in
-                   self._units.filter(F.col("_kind") == "error").select("_file", "_file_position", "_reason").collect()]
+        unit_errors = [Damage(r["_file"], r["_file_position"], r["_reason"]) for r in
+                       self._units.filter(F.col("_kind") == "error").select("_file", "_file_position", "_reason").collect()]
+        damage += unit_errors
+        exact += len(unit_errors)
         checked = self._check_units("full")
         counts = {r["_problem"]: r["count"] for r in checked.groupBy("_problem").count().collect()}
+        # A record a unit of another queue points at is damage too (unless already counted as
+        # out of range); neither is imported.
+        claimed = checked.filter((F.col("_problem") == "queue") & ~self._queue_out_of_range("r_"))
+        self._mismatched = [] if not counts.get("queue") else \
+            [r[0] for r in claimed.select("r_commitlog_offset").collect()]
+        mismatched = set(self._mismatched)
+        bad_records += len(mismatched)
         report.records_without_unit = counts.pop("no_unit", 0)
         report.cq_units = counts.get(None, 0)
         report.cq_units_expired = counts.get("expired", 0)
@@ -273,14 +246,26 @@ class ImportedStore:
             reason = check_cq_unit(r.asDict(), record, topic=r["topic"], queue_id=r["queue_id"],
                                    commitlog_end=report.commitlog_end) or r["_problem"]
             damage.append(Damage(r["_file"], r["_file_position"], reason))
+            if r["_problem"] == "queue" and r["r_commitlog_offset"] in mismatched:
+                damage.append(Damage(r["r__file"], r["r__file_position"],
+                                     f"QUEUEID {r['r_queue_id']} of topic {r['r_topic']!r} disagrees with "
+                                     f"the unit at {r['_file']} byte {r['_file_position']} (queue "
+                                     f"{r['topic']}/{r['queue_id']}) that points at this record"))
         self._raise_first(damage)
 
+        report.messages -= bad_records  # the messages imported
         damage.sort(key=lambda d: (d.file, d.byte_offset))
-        report.damaged_count = len(damage) - len(bad) + bad_units
+        report.damaged_count = exact + bad_records + bad_units
         report.damaged = damage[:MAX_REPORTED_DAMAGE]
         report.seconds = time.perf_counter() - t0
         self._report = report
         return report
+
+    def _queue_range(self, topic: str) -> str:
+        count = dict(self.topics).get(topic)
+        if count is None:
+            return f"no consume queue for it; a topic has at most {MAX_QUEUE_NUMS} queues"
+        return f"consumequeue/{topic}/ holds queues 0..{count - 1}"
 
     def _raise_first(self, damage: List[Damage]) -> None:
         if damage and not self.skip_damaged:

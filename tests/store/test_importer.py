@@ -122,3 +122,89 @@ def test_import_job_prints_one_line_for_a_missing_source(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 1 and err.count("\n") == 1 and "FileNotFoundError" in err and "Traceback" not in err
     assert not (tmp_path / "rf").exists()  # the target store was not created
+
+
+def _copy(sample, tmp_path_factory, name):
+    root = tmp_path_factory.mktemp(name) / "store"
+    shutil.copytree(sample, root, ignore=shutil.ignore_patterns("manifest.jsonl", "README.md"))
+    return root
+
+
+def _set_queue_id(root, message, queue_id):
+    """Overwrite a record's QUEUEID (bytes 12..15, big-endian)."""
+    path = root / message["file"]
+    data = bytearray(path.read_bytes())
+    struct.pack_into(">I", data, message["filePosition"] + 12, queue_id & 0xFFFFFFFF)
+    path.write_bytes(bytes(data))
+
+
+@pytest.fixture(scope="module")
+def corrupt_queue_ids(sample, manifest, tmp_path_factory):
+    """One record with its QUEUEID's high byte set to 0xFF (out of range), one whose QUEUEID
+    names another valid queue than the unit that points at it."""
+    root = _copy(sample, tmp_path_factory, "queueid")
+    by_queue = {}
+    for m in manifest["message"]:
+        by_queue.setdefault((m["topic"], m["queueId"]), m)
+    high = by_queue[("TopicTest", 3)]
+    _set_queue_id(root, high, 3 | (0xFF << 24))
+    other = by_queue[("OrderEvents", 1)]
+    _set_queue_id(root, other, 2)
+    return root, high, other
+
+
+def test_a_corrupt_queue_id_stops_the_import_at_the_record(spark, corrupt_queue_ids):
+    root, high, other = corrupt_queue_ids
+    with pytest.raises(StoreFormatError) as info:
+        scan_store(spark, str(root), persist=False).validate()
+    first = min((high, other), key=lambda m: (m["file"], m["filePosition"]))
+    assert (info.value.file, info.value.byte_offset) == (first["file"], first["filePosition"])
+
+
+def test_skip_damaged_never_imports_a_record_with_a_corrupt_queue_id(spark, corrupt_queue_ids, tmp_path):
+    from rocketfilter.config import MessageStoreConfig
+    from rocketfilter.store import MessageStore
+
+    root, high, other = corrupt_queue_ids
+    store = MessageStore.open(str(tmp_path / "rf"), spark, MessageStoreConfig(consume_queue_rows_per_file=1000))
+    report = store.import_store(str(root), skip_damaged=True)
+    where = {(d.file, d.byte_offset): d.reason for d in report.damaged}
+    assert "QUEUEID -16777213 is out of range" in where[(high["file"], high["filePosition"])]
+    assert "disagrees with the unit" in where[(other["file"], other["filePosition"])]
+    assert "belongs to TopicTest/-16777213" in where[(high["cq_file"], high["cq_filePosition"])]
+    assert "belongs to OrderEvents/2" in where[(other["cq_file"], other["cq_filePosition"])]
+    assert report.damaged_count == 4 and report.messages == 2995 and report.cq_units == 2995
+    cl = store.commitlog.read(spark)
+    assert cl.count() == store.consumequeue.read(spark).count() == 2995
+    assert {r[0] for r in cl.select("commitlog_offset").collect()}.isdisjoint(
+        {high["commitLogOffset"], other["commitLogOffset"]})
+    assert sorted(store.commitlog_state().queues["TopicTest"]) == [0, 1, 2, 3]
+    assert sorted(store.consumequeue_state().queues["TopicTest"]) == [0, 1, 2, 3]
+
+
+@pytest.fixture(scope="module")
+def linked(sample, tmp_path_factory):
+    """A symlinked queue directory and a symlink loop under consumequeue/."""
+    root = _copy(sample, tmp_path_factory, "links")
+    topic_dir = root / "consumequeue" / "TopicTest"
+    (topic_dir / "9").symlink_to(topic_dir / "0", target_is_directory=True)
+    (topic_dir / "loop").symlink_to(topic_dir, target_is_directory=True)
+    return root
+
+
+def test_symlinks_under_consumequeue_are_damage(spark, linked):
+    with pytest.raises(StoreFormatError, match="symbolic link") as info:
+        scan_store(spark, str(linked), persist=False).validate()
+    assert info.value.file == "consumequeue/TopicTest/9"
+    store = scan_store(spark, str(linked), skip_damaged=True, persist=False)
+    report = store.validate()
+    assert {d.file for d in report.damaged} == {"consumequeue/TopicTest/9", "consumequeue/TopicTest/loop"}
+    assert (report.damaged_count, report.messages, report.cq_units) == (2, 2997, 2997)
+    assert ("TopicTest", 4) in store.topics
+
+
+def test_a_misnamed_queue_directory_is_damage_too(spark, sample, tmp_path_factory):
+    root = _copy(sample, tmp_path_factory, "misnamed")
+    shutil.copytree(root / "consumequeue" / "TopicTest" / "0", root / "consumequeue" / "TopicTest" / "x")
+    with pytest.raises(StoreFormatError, match="not a consumequeue/<topic>/<queueId>"):
+        scan_store(spark, str(root), persist=False).validate()
