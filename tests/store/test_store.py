@@ -200,7 +200,7 @@ def test_concurrent_producer_processes_get_unique_contiguous_offsets(store, tmp_
     procs = [subprocess.Popen([sys.executable, str(script), store.uri, f"p{i}"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(2)]
     for p in procs:
-        _, err = p.communicate(timeout=600)
+        _, err = p.communicate()  # no timeout: a loaded machine may take long (issue 10.6)
         assert p.returncode == 0, err.decode()[-3000:]
     store.dispatch()
     cl = store.commitlog.read(store.spark)
