@@ -6,6 +6,9 @@ from rocketfilter.consumer.allocate import (AbstractAllocateMessageQueueStrategy
                                             AllocateMessageQueueByConfig, AllocateMessageQueueByMachineRoom,
                                             MachineRoomMap, allocate_averagely)
 from rocketfilter.consumer.consistent_hash import AllocateMessageQueueConsistentHash, ConsistentHashRouter, md5_hash
+from rocketfilter.consumer.group import ConsumerData, ConsumerGroup, HeartbeatStep, PullSubscription
+from rocketfilter.consumer.group_file import GroupFileError
+from rocketfilter.consumer.group_info import ConsumerGroupInfo, SubVersionClock
 from rocketfilter.consumer.message_queue import MessageQueue
 from rocketfilter.consumer.strategies import STRATEGY_NAMES, allocate_strategy_from_config
 
@@ -15,4 +18,6 @@ __all__ = [
     "AllocateMessageQueueConsistentHash", "AllocateMessageQueueByConfig", "AllocateMessageQueueByMachineRoom",
     "AllocateMachineRoomNearby", "MachineRoomMap", "ConsistentHashRouter", "md5_hash", "allocate_averagely",
     "STRATEGY_NAMES", "allocate_strategy_from_config",
+    "ConsumerGroup", "ConsumerData", "PullSubscription", "HeartbeatStep", "GroupFileError",
+    "ConsumerGroupInfo", "SubVersionClock",
 ]
