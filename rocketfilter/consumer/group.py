@@ -127,7 +127,8 @@ class ConsumerGroup:
             raise ValueError(f"{where}: subscriptions must map topics to expressions, got {subscriptions!r}")
         if sub_version is None:
             sub_version = next_sub_version()
-        elif isinstance(sub_version, bool) or not isinstance(sub_version, int) or not LONG_MIN <= sub_version <= LONG_MAX:
+        elif (isinstance(sub_version, bool) or not isinstance(sub_version, int)
+              or not LONG_MIN <= sub_version <= LONG_MAX):
             raise ValueError(f"{where}: sub_version must be a Java long, got {sub_version!r}")
         subs = {}
         for topic, spec in subscriptions.items():

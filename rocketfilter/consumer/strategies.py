@@ -116,7 +116,8 @@ def allocate_strategy_from_config(config: StrategyConfig) -> AbstractAllocateMes
         raise ValueError(f"an allocation strategy is a name or {{\"name\": ..., ...}}, got {config!r}")
     name = config.get("name")
     if not isinstance(name, str):
-        raise ValueError(f"an allocation strategy needs a \"name\", one of {list(STRATEGY_NAMES)}; got {dict(config)!r}")
+        raise ValueError(f"an allocation strategy needs a \"name\", one of {list(STRATEGY_NAMES)}; "
+                         f"got {dict(config)!r}")
     if name.startswith(NEARBY + "-"):
         inner = name[len(NEARBY) + 1:]
         if "inner" in config and allocate_strategy_from_config(config["inner"]).get_name() != inner:

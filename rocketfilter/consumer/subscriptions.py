@@ -1,8 +1,9 @@
 """A consumer's subscription to one topic, as a group's Python API and its file spell it, to a
 ``SubscriptionData`` (``FilterAPI.build``) and back.
 
->>> build_subscription_spec("T", ("a > 1", "SQL92"), 7)
-SubscriptionData(topic='T', sub_string='a > 1', tags_set=[], code_set=[], expression_type='SQL92', sub_version=7, class_filter_mode=False)
+>>> sub = build_subscription_spec("T", ("a > 1", "SQL92"), 7)
+>>> sub.sub_string, sub.expression_type, sub.sub_version
+('a > 1', 'SQL92', 7)
 >>> subscription_to_spec(build_subscription_spec("T", "tagA || tagB", 7))
 'tagA || tagB'
 """

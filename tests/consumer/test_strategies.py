@@ -56,7 +56,8 @@ def test_the_case_file_covers_every_strategy_with_parameters():
 def test_message_queue_to_string_and_old_import_path():
     from rocketfilter.pull.client import MessageQueue as FromPull
     assert FromPull is MessageQueue
-    assert str(MessageQueue("温度", "room1@broker-a", 7)) == "MessageQueue [topic=温度, brokerName=room1@broker-a, queueId=7]"
+    assert str(MessageQueue("温度", "room1@broker-a", 7)) == (
+        "MessageQueue [topic=温度, brokerName=room1@broker-a, queueId=7]")
     assert MessageQueue.from_dict(MessageQueue("T", "b", 1).to_dict()) == MessageQueue("T", "b", 1)
     assert len({MessageQueue("T", "b", 1), MessageQueue("T", "b", 1), MessageQueue("T", "b", 2)}) == 2
 
@@ -66,7 +67,8 @@ def test_message_queue_orders_by_utf16_code_units_like_java():
     assert astral > bmp_high                    # ... while Python compares code points
     assert sorted([MessageQueue(bmp_high, "b", 0), MessageQueue(astral, "b", 0)])[0].topic == astral
     assert sorted([MessageQueue("T", bmp_high, 0), MessageQueue("T", astral, 0)])[0].broker_name == astral
-    queues = [MessageQueue("T", "b", 0), MessageQueue("T", "a", 1), MessageQueue("S", "z", 9), MessageQueue("T", "a", 0)]
+    queues = [MessageQueue("T", "b", 0), MessageQueue("T", "a", 1), MessageQueue("S", "z", 9),
+              MessageQueue("T", "a", 0)]
     assert [(q.topic, q.broker_name, q.queue_id) for q in sorted(queues)] == [
         ("S", "z", 9), ("T", "a", 0), ("T", "a", 1), ("T", "b", 0)]
     assert MessageQueue("T", "a", 0) <= MessageQueue("T", "a", 0) < MessageQueue("T", "a", 1)
@@ -148,7 +150,8 @@ def test_machine_room_deals_the_remainder_from_the_end():
 def test_nearby_refuses_unresolved_rooms_with_rocketmqs_messages():
     strategy = AllocateMachineRoomNearby(AllocateMessageQueueAveragely(),
                                          MachineRoomMap({"broker-a": "room1"}, {"c0": "room1"}))
-    with pytest.raises(ValueError, match=r"Machine room is null for mq MessageQueue \[topic=T, brokerName=b, queueId=0\]"):
+    unresolved = r"Machine room is null for mq MessageQueue \[topic=T, brokerName=b, queueId=0\]"
+    with pytest.raises(ValueError, match=unresolved):
         strategy.allocate("G", "c0", [MessageQueue("T", "b", 0)], ["c0"])
     with pytest.raises(ValueError, match="Machine room is null for consumer id c1"):
         strategy.allocate("G", "c0", MQS, ["c0", "c1"])

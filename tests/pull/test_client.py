@@ -149,8 +149,10 @@ def test_allocate_with_another_strategy():
     for c in consumers:
         c.subscribe("T", "*")
     assert [q.queue_id for q in consumers[1].allocate("T", strategy="AVG_BY_CIRCLE")] == [1, 4, 7]
-    assert [q.queue_id for q in consumers[1].allocate("T", strategy=AllocateMessageQueueAveragelyByCircle())] == [1, 4, 7]
-    hashed = {c.client_id: c.allocate("T", strategy={"name": "CONSISTENT_HASH", "virtualNodeCnt": 10}) for c in consumers}
+    by_circle = AllocateMessageQueueAveragelyByCircle()
+    assert [q.queue_id for q in consumers[1].allocate("T", strategy=by_circle)] == [1, 4, 7]
+    hashing = {"name": "CONSISTENT_HASH", "virtualNodeCnt": 10}
+    hashed = {c.client_id: c.allocate("T", strategy=hashing) for c in consumers}
     assert sorted(q.queue_id for qs in hashed.values() for q in qs) == list(range(8))
     with pytest.raises(ValueError, match="unknown allocation strategy"):
         consumers[0].allocate("T", strategy="RANDOM")
