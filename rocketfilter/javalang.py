@@ -155,6 +155,19 @@ def string_equals(a: str, b: str) -> bool:
     return bool(_has_surrogate(a) or _has_surrogate(b)) and _utf16(a) == _utf16(b)
 
 
+def string_sort_key(s: str) -> bytes:
+    """A sort key that orders strings as Java's `String.compareTo` does: by UTF-16 code unit.
+
+    Python orders by code point, which differs once a character lies outside the BMP: Java
+    puts U+10000 (the units D800 DC00) before U+FFFF. Big-endian UTF-16 bytes compare like the
+    units they encode.
+
+    >>> sorted(["\uffff", "\U00010000"], key=string_sort_key) == ["\U00010000", "\uffff"]
+    True
+    """
+    return s.encode("utf-16-be", "surrogatepass")
+
+
 def string_compare(a: str, b: str) -> int:
     """Java `String.compareTo`: first differing UTF-16 unit, else the length difference."""
     ua, ub = utf16_units(a), utf16_units(b)

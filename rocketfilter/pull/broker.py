@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterable, List, Optional, Tuple, Union
 
+# The group table (ConsumerGroupInfo) is shared with rocketfilter.consumer.ConsumerGroup; it and its
+# enum names are re-exported here for older imports.
+from rocketfilter.consumer.group_info import (CONSUME_FROM_WHERE, CONSUME_TYPES, MESSAGE_MODELS,  # noqa: F401
+                                              ConsumerGroupInfo, SubVersionClock, check_choice)
 from rocketfilter.config import (MASTER_ID, BrokerConfig, InvalidNameError, MessageStoreConfig, PermName,
                                  SubscriptionGroupConfig, load_broker_conf, validate_group, validate_topic)
 from rocketfilter.pull.filter import (RETRY_FILTER_NPE, ExpressionForRetryMessageFilter, ExpressionMessageFilter,
@@ -35,44 +38,7 @@ from rocketfilter.pull.result import GetMessageResult, GetMessageStatus
 from rocketfilter.tags import SubscriptionData, build_subscription, is_tag_type
 
 CID_RMQ_SYS_PREFIX = "CID_RMQ_SYS_"
-MESSAGE_MODELS = ("CLUSTERING", "BROADCASTING")
-CONSUME_TYPES = ("CONSUME_PASSIVELY", "CONSUME_ACTIVELY", "CONSUME_POP")
-CONSUME_FROM_WHERE = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_TIMESTAMP",
-                      "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST", "CONSUME_FROM_MIN_OFFSET",
-                      "CONSUME_FROM_MAX_OFFSET")
 Subscription = Union[SubscriptionData, Tuple[str, Optional[str]], Tuple[str, Optional[str], Optional[str]]]
-
-
-@dataclass
-class ConsumerGroupInfo:
-    """``ConsumerGroupInfo``: a group's live clients and its subscription table (one per topic)."""
-
-    group_name: str
-    consume_type: str = "CONSUME_PASSIVELY"
-    message_model: str = "CLUSTERING"
-    consume_from_where: str = "CONSUME_FROM_LAST_OFFSET"
-    clients: Dict[str, int] = field(default_factory=dict)  # client id -> last heartbeat (ms)
-    subscription_table: Dict[str, SubscriptionData] = field(default_factory=dict)
-
-    def find_subscription_data(self, topic: str) -> Optional[SubscriptionData]:
-        return self.subscription_table.get(topic)
-
-    def update_subscription(self, subscriptions: Sequence[SubscriptionData]) -> bool:
-        """``updateSubscription``: a new topic is added, a higher subVersion replaces (so the
-        later registration wins), and topics absent from this heartbeat are dropped."""
-        updated = False
-        for sub in subscriptions:
-            old = self.subscription_table.get(sub.topic)
-            if old is None:
-                self.subscription_table[sub.topic] = sub
-                updated = True
-            elif sub.sub_version > old.sub_version:
-                self.subscription_table[sub.topic] = sub
-        topics = {sub.topic for sub in subscriptions}
-        for topic in [t for t in self.subscription_table if t not in topics]:
-            del self.subscription_table[topic]
-            updated = True
-        return updated
 
 
 def _refuse(code: ResponseCode, remark: str) -> PullMessageResponse:
@@ -93,7 +59,7 @@ class Broker:
         # (group, topic) pairs whose reads are forbidden (SubscriptionGroupManager's forbidden table).
         self.read_forbidden: set = set()
         self._clock = clock or (lambda: time.time_ns() // 1_000_000)
-        self._last_version = 0
+        self._sub_versions = SubVersionClock(self._clock)
         self._lock = threading.RLock()
 
     @classmethod
@@ -133,9 +99,7 @@ class Broker:
     # -- heartbeat ---------------------------------------------------------------------------
     def next_sub_version(self) -> int:
         """A subVersion: the clock in ms, strictly increasing (the client's ``System.currentTimeMillis``)."""
-        with self._lock:
-            self._last_version = max(self._clock(), self._last_version + 1)
-            return self._last_version
+        return self._sub_versions()
 
     def _subscription(self, item: Subscription, sub_version: Optional[int]) -> SubscriptionData:
         if isinstance(item, SubscriptionData):
@@ -155,7 +119,8 @@ class Broker:
         """A consumer's heartbeat (``ConsumerManager.registerConsumer``): records the client, sets
         the group's subscription table (per topic the later registration wins, by subVersion;
         topics this heartbeat leaves out are dropped) and registers SQL92 filter data. Returns
-        whether the group's subscriptions changed. Tuples get ``sub_version``, or a fresh one each.
+        whether the group changed (a new client, or a topic added or dropped), as RocketMQ does.
+        Tuples get ``sub_version``, or a fresh one each.
 
         Raises ValueError for a bad group/topic name or a tag list RocketMQ's client rejects; a
         SQL92 selector that does not compile is accepted here and fails the pulls
@@ -167,17 +132,14 @@ class Broker:
         for name, value, allowed in (("message_model", message_model, MESSAGE_MODELS),
                                      ("consume_from_where", consume_from_where, CONSUME_FROM_WHERE),
                                      ("consume_type", consume_type, CONSUME_TYPES)):
-            if value not in allowed:
-                raise ValueError(f"register_consumer({group!r}): {name} must be one of {allowed}, got {value!r}")
+            check_choice(f"register_consumer({group!r})", name, value, allowed)
         subs = [self._subscription(item, sub_version) for item in subscriptions]
         with self._lock:
             self.find_subscription_group_config(group)
             info = self.consumer_table.get(group)
             if info is None:
                 info = self.consumer_table[group] = ConsumerGroupInfo(group)
-            info.consume_type, info.message_model, info.consume_from_where = consume_type, message_model, consume_from_where
-            info.clients[client_id] = self._clock()
-            changed = info.update_subscription(subs)
+            changed = info.register(client_id, subs, self._clock(), consume_type, message_model, consume_from_where)
             self.store.filter_manager.register_group(group, subs)
             return changed
 
@@ -187,7 +149,7 @@ class Broker:
             info = self.consumer_table.get(group)
             if info is None:
                 return
-            info.clients.pop(client_id, None)
+            info.unregister_client(client_id)
             if not info.clients:
                 del self.consumer_table[group]
                 self.store.filter_manager.unregister(group)
@@ -198,7 +160,7 @@ class Broker:
     def consumer_ids(self, group: str) -> List[str]:
         """The group's client ids (``getConsumerIdListByGroup``), in registration order."""
         info = self.consumer_table.get(group)
-        return [] if info is None else list(info.clients)
+        return [] if info is None else info.all_client_ids()
 
     # -- offsets -----------------------------------------------------------------------------
     def update_consumer_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:

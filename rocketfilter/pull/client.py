@@ -14,11 +14,14 @@ import enum
 import os
 import socket
 from dataclasses import dataclass, field
-from functools import total_ordering
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Union
 
 from rocketfilter.config import validate_group, validate_topic
-from rocketfilter.consumer.allocate import allocate_averagely
+from rocketfilter.consumer.allocate import AbstractAllocateMessageQueueStrategy, AllocateMessageQueueAveragely
+# MessageQueue lives in rocketfilter.consumer; re-exported here, where it used to be.
+from rocketfilter.consumer.message_queue import MessageQueue  # noqa: F401
+from rocketfilter.consumer.strategies import StrategyConfig, allocate_strategy_from_config
+from rocketfilter.javalang import string_sort_key
 from rocketfilter.pull.broker import Broker, PullMessageRequestHeader, PullMessageResponse, PullSysFlag, ResponseCode
 from rocketfilter.tags import TAG, SubscriptionData, build_subscription, client_accepts, is_tag_type
 
@@ -108,22 +111,6 @@ def process_pull_result(response: PullMessageResponse, subscription_data: Subscr
     return result
 
 
-@total_ordering
-@dataclass(frozen=True)
-class MessageQueue:
-    """``MessageQueue``; sorts by topic, broker name, then queue id, as ``compareTo`` does."""
-
-    topic: str
-    broker_name: str
-    queue_id: int
-
-    def _key(self):
-        return (self.topic, self.broker_name, self.queue_id)
-
-    def __lt__(self, other: "MessageQueue") -> bool:
-        return self._key() < other._key()
-
-
 def default_client_id() -> str:
     """RocketMQ's ``ip@instanceName`` shape, with the pid as instance name."""
     try:
@@ -190,15 +177,21 @@ class PullConsumer:
         return [MessageQueue(topic, name, q) for q in range(config.read_queue_nums)]
 
     def allocate(self, topic: str, all_client_ids: Optional[Sequence[str]] = None,
-                 client_id: Optional[str] = None) -> List[MessageQueue]:
-        """``AllocateMessageQueueAveragely`` for ``client_id`` (this client by default) among
-        ``all_client_ids`` (the group's registered clients by default); both lists are sorted
-        first, as ``RebalanceImpl`` does."""
+                 client_id: Optional[str] = None,
+                 strategy: Union[AbstractAllocateMessageQueueStrategy, StrategyConfig, None] = None
+                 ) -> List[MessageQueue]:
+        """The queues of ``topic`` that ``client_id`` (this client by default) takes among
+        ``all_client_ids`` (the group's registered clients by default), by ``strategy``
+        (``AllocateMessageQueueAveragely`` by default; a strategy or its config such as
+        ``"AVG_BY_CIRCLE"``). Queues and client ids are sorted first, as ``RebalanceImpl`` does;
+        BROADCASTING takes every queue."""
+        strategy = AllocateMessageQueueAveragely() if strategy is None else allocate_strategy_from_config(strategy)
         cids = list(all_client_ids) if all_client_ids is not None else self.broker.consumer_ids(self.group)
         if self.message_model == "BROADCASTING":
             return self.fetch_subscribe_message_queues(topic)
-        return allocate_averagely(self.group, client_id or self.client_id,
-                                  sorted(self.fetch_subscribe_message_queues(topic)), sorted(cids))
+        return strategy.allocate(self.group, client_id or self.client_id,
+                                 sorted(self.fetch_subscribe_message_queues(topic)),
+                                 sorted(cids, key=string_sort_key))
 
     # -- pulling and offsets -----------------------------------------------------------------
     def pull(self, queue: MessageQueue, offset: int, max_nums: int = 32, *,

@@ -393,6 +393,26 @@ def test_register_consumer_sql92_last_writer_wins_and_topics_left_out_are_droppe
     assert [m["properties"]["a"] for m in pull(broker).messages] == ["0"]
 
 
+def test_broker_and_consumer_group_agree_on_the_group_table():
+    """The same heartbeats, through the Broker and through a ConsumerGroup, leave the same table."""
+    from rocketfilter.consumer import ConsumerGroup
+
+    broker, store = make_broker()
+    store.create_topic("U")
+    group = ConsumerGroup("G")
+    heartbeats = [("c1", {"T": "TagA", "U": "*"}, 5), ("c2", {"T": ("a > 1", "SQL92")}, 7), ("c3", {"U": "x"}, 6)]
+    for cid, subs, version in heartbeats:
+        group.add_consumer(cid, subs, sub_version=version)
+        as_tuples = [(t, s) if isinstance(s, str) else (t, *s) for t, s in subs.items()]
+        broker.register_consumer("G", cid, as_tuples, sub_version=version)
+    group.heartbeat("c1")
+    broker.register_consumer("G", "c1", [("T", "TagA"), ("U", "*")], sub_version=5)
+    table = {t: (s.sub_string, s.sub_version) for t, s in broker.consumer_group_info("G").subscription_table.items()}
+    assert table == {t: (s.sub_string, s.sub_version) for t, s in group.effective_subscriptions.items()}
+    # c3 dropped T; c1's last heartbeat re-adds its own T, while U keeps c3's higher version.
+    assert table == {"T": ("TagA", 5), "U": ("x", 6)}
+
+
 def test_register_consumer_rejects_bad_input():
     broker, _ = make_broker()
     with pytest.raises(ValueError, match="group"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from rocketfilter.consumer import AllocateMessageQueueAveragelyByCircle
 from rocketfilter.pull.broker import Broker, PullMessageResponse, ResponseCode
 from rocketfilter.pull.client import (MessageQueue, MQBrokerError, PullConsumer, PullResult, PullStatus,
                                       process_pull_result)
@@ -140,6 +141,21 @@ def test_allocate_across_the_group():
     assert broker.consumer_ids("G") == ["c0", "c1"]
     with pytest.raises(MQBrokerError):
         consumers[1].fetch_subscribe_message_queues("Nope")
+
+
+def test_allocate_with_another_strategy():
+    store, broker = setup_store()
+    consumers = [PullConsumer(broker, "G", client_id=f"c{i}") for i in range(3)]
+    for c in consumers:
+        c.subscribe("T", "*")
+    assert [q.queue_id for q in consumers[1].allocate("T", strategy="AVG_BY_CIRCLE")] == [1, 4, 7]
+    by_circle = AllocateMessageQueueAveragelyByCircle()
+    assert [q.queue_id for q in consumers[1].allocate("T", strategy=by_circle)] == [1, 4, 7]
+    hashing = {"name": "CONSISTENT_HASH", "virtualNodeCnt": 10}
+    hashed = {c.client_id: c.allocate("T", strategy=hashing) for c in consumers}
+    assert sorted(q.queue_id for qs in hashed.values() for q in qs) == list(range(8))
+    with pytest.raises(ValueError, match="unknown allocation strategy"):
+        consumers[0].allocate("T", strategy="RANDOM")
 
 
 def test_consumer_errors_are_clear():
