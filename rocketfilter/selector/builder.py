@@ -183,10 +183,10 @@ def _comparable_hint(node, op, other, node_is_left: bool) -> str:
     if isinstance(node, A.BoolConstant):
         return ("NULL cannot be ordered: write `x IS NULL`" if node.value is None
                 else f"booleans cannot be ordered: write `x = {_show(node)}`")
-    if isinstance(node, A.Not) and node_is_left and symbol != "BETWEEN":
+    if isinstance(node, A.Not) and node_is_left:
+        rest = "..." if symbol == "BETWEEN" else shorten(A.to_text(other), 40)
         return (f"NOT binds tighter than comparisons, so this is `{_show(node)} {symbol} ...`: "
-                f"write `NOT ({shorten(A.to_text(node.operand), 40)} {symbol} "
-                f"{shorten(A.to_text(other), 40)})`")
+                f"write `NOT ({shorten(A.to_text(node.operand), 40)} {symbol} {rest})`")
     if isinstance(node, (A.Compare, A.And)) and node_is_left:
         return ("comparisons do not chain: write "
                 f"`{shorten(A.to_text(node), 40)} AND ... {symbol} {shorten(A.to_text(other), 40)}`"
@@ -228,8 +228,11 @@ def _compare(left, op, right, symbol=None):
 
 def _in(left, op, values, negated):
     if not isinstance(left, A.Property):
-        _fail(f"Expected a property for IN expression, got: {_show(left)}", op,
-              "the left side of IN and NOT IN must be a property name")
+        hint = "the left side of IN and NOT IN must be a property name"
+        if isinstance(left, A.Not):
+            hint = (f"NOT binds tighter than IN, so this is `{_show(left)} IN ...`: write "
+                    f"`{_show(left.operand)} NOT IN (...)` or `NOT ({_show(left.operand)} IN (...))`")
+        _fail(f"Expected a property for IN expression, got: {_show(left)}", op, hint)
     return A.In(left, values, negated)
 
 

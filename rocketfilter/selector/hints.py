@@ -29,6 +29,7 @@ _CONNECTIVES = ("AND", "OR", "NOT", "IS", "IN", "BETWEEN", "NULL", "TRUE", "FALS
 # Tokens that continue an operand: an identifier followed by one of these starts a comparison.
 _OPERATORS = {"EQ", "NE", "GT", "GE", "LT", "LE", "IS", "IN", "BETWEEN", "CONTAINS", "STARTSWITH",
               "ENDSWITH", "NOT"}
+_COMPARISONS = {"EQ", "NE", "GT", "GE", "LT", "LE"}
 _NUMBER_RUN = re.compile(r"[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?")
 
 
@@ -224,6 +225,8 @@ def syntax_hint(prev: Optional[Token], found: Optional[Token], expected: Abstrac
         return "there is no '==': write a single '='"
     if p == "EQ" and f in ("GT", "LT"):
         return f"there is no '={found.value}': write '{found.value}='"
+    if p in _COMPARISONS and f in _COMPARISONS:
+        return f"'{prev.value}{found.value}' is not an operator: use one of = <> > >= < <="
     if p == "IS":
         if f in ("TRUE", "FALSE"):
             return (f"IS {found.value.upper()} does not exist: write `= {found.value.upper()}` "
@@ -238,8 +241,11 @@ def syntax_hint(prev: Optional[Token], found: Optional[Token], expected: Abstrac
         return "IN takes a parenthesised list of string literals: `x IN ('a', 'b')`"
     if expected == {"STRING"}:
         if p in ("CONTAINS", "STARTSWITH", "ENDSWITH"):
-            what = "a property" if f == "ID" else "anything else"
             op = prev.value.upper()
+            if found is None:
+                return f"{op} needs a string literal after it: `x {op} 'text'`"
+            what = {"ID": "a property", "DECIMAL": "a number", "FLOAT": "a number"}.get(
+                f, repr(found.value))
             return f"{op} takes a string literal, not {what}: `x {op} 'text'`"
         if f == "RPAR":
             return ("an IN list needs at least one string" if p == "LPAR"
@@ -250,12 +256,18 @@ def syntax_hint(prev: Optional[Token], found: Optional[Token], expected: Abstrac
         return "IN lists take string literals only"
     if set(expected) == {"AND"}:
         return "BETWEEN needs both bounds: `x BETWEEN low AND high`"
+    if set(expected) == {"COMMA", "RPAR"}:
+        return "separate the strings of an IN list with ',' and close it with ')'"
+    if found is None and "RPAR" in expected:
+        return "a '(' is never closed: add ')'"
     if f in KEYWORDS and "ID" in expected:
         if f in ("AND", "OR"):
             return f"a condition is missing before {found.value.upper()}"
         return f"{found.value.upper()} is a reserved word and cannot name a property"
     if f == "RPAR" and "ID" in expected:
         return "something is missing before this ')'"
+    if prev is None and "ID" in expected:
+        return "a selector starts with a property, a value, NOT or '('"
     if found is None:
         if prev is not None and p in ("AND", "OR", "NOT", "EQ", "NE", "GT", "GE", "LT", "LE",
                                       "PLUS", "MINUS", "LPAR", "BETWEEN"):

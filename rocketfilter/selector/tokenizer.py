@@ -45,6 +45,7 @@ _LEXICAL_HINTS = {
     "`": "there are no quoted names: a property name is [A-Za-z_$][A-Za-z0-9_$]*",
     "?": "there are no bind parameters: write the value",
     "[": "there are no arrays: use IN ('a', 'b')",
+    "#": "there are no # comments: write -- comment (ended by a new line) or /* comment */",
 }
 for _op in "*/%":
     _LEXICAL_HINTS[_op] = "arithmetic is not supported (and LIKE patterns do not exist)"
