@@ -22,7 +22,8 @@ class Claim(NamedTuple):
 
 
 class SelectorWarning(Warning):
-    """One lint finding; ``str(w)`` is one line, ``"col N: message; fix"``.
+    """One lint finding; ``str(w)`` is one line, ``"col N: message; fix"`` (``"line L col N: ..."``
+    beyond the first line of the selector; N and L are 1-based).
 
     ``code`` is a stable kebab-case id, ``position`` the 0-based offset into the selector (or
     None), ``fix`` a concrete suggestion and ``claims`` the evaluations the message relies on.
@@ -91,11 +92,25 @@ class LintContext:
     names: Optional[frozenset]  # property names known to occur, or None (no knowledge)
     samples: Dict[str, tuple]  # sample values by property name (may be empty)
     parents: Dict[int, A.Node] = field(default_factory=dict)
+    _sole: Dict[int, Optional[str]] = field(default_factory=dict)
+    _written: Dict[int, Optional[str]] = field(default_factory=dict)
 
     def __post_init__(self):
-        for node in self.nodes():
+        order = list(self.nodes())
+        for node in order:
             for child in A.children(node):
                 self.parents[id(child)] = node
+        for node in reversed(order):  # children first: one pass for every node's properties
+            if isinstance(node, A.Property):
+                self._sole[id(node)] = node.name
+                continue
+            names = {self._sole[id(c)] for c in A.children(node)} - {""}
+            self._sole[id(node)] = "" if not names else (
+                names.pop() if len(names) == 1 and None not in names else None)
+
+    def sole_property(self, node) -> Optional[str]:
+        """The one property `node` reads, or None when it reads none or several."""
+        return self._sole[id(node)] or None
 
     def nodes(self) -> Iterator[A.Node]:
         """Every node, parents before children, left to right."""
@@ -113,6 +128,11 @@ class LintContext:
 
     def written(self, node) -> Optional[str]:
         """The node's own text (or with its parentheses) when it compiles to the same node."""
+        if id(node) not in self._written:
+            self._written[id(node)] = self._compiles_alone(node)
+        return self._written[id(node)]
+
+    def _compiles_alone(self, node) -> Optional[str]:
         same = A.BoolCast(node) if isinstance(node, A.Property) else node
         for own in (True, False):
             start, end = self.tree.span(node, own)

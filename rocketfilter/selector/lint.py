@@ -60,11 +60,6 @@ def _is_null_test(node) -> bool:
     return isinstance(node, A.Equal) and A.BoolConstant(None) in (node.left, node.right)
 
 
-def _sole_property(node) -> Optional[str]:
-    names = A.properties(node)
-    return names[0] if len(names) == 1 else None
-
-
 def _numeric_literal(node) -> Optional[A.Constant]:
     """The number literal `node` is, possibly negated."""
     if isinstance(node, A.Neg):
@@ -73,8 +68,8 @@ def _numeric_literal(node) -> Optional[A.Constant]:
 
 
 def _numeric_comparisons(ctx: LintContext):
-    """(display node, property, [number literals]) for comparisons of a property with numbers;
-    a BETWEEN is shown whole (its halves are not selectors of their own)."""
+    """(display node, property, [number literals]) for comparisons of a property that has
+    sample values with numbers; a BETWEEN is shown whole (its halves do not compile alone)."""
     groups: Dict[int, tuple] = {}
     for node in ctx.nodes():
         if not isinstance(node, (A.Equal, A.Compare)):
@@ -82,10 +77,10 @@ def _numeric_comparisons(ctx: LintContext):
         sides = (node.left, node.right)
         prop = next((s.name for s in sides if isinstance(s, A.Property)), None)
         literal = next((lit for lit in map(_numeric_literal, sides) if lit is not None), None)
-        if prop is None or literal is None:
+        if prop is None or literal is None or not ctx.values(prop):
             continue
         display = ctx.shown(node)  # a BETWEEN for its halves
-        if _sole_property(display) != prop:
+        if ctx.sole_property(display) != prop:
             display = node
         entry = groups.setdefault(id(display), (display, prop, []))
         entry[2].append(literal)
@@ -200,8 +195,8 @@ def _integer_literal_vs_decimal(ctx: LintContext):
     """An integer literal makes RocketMQ parse the property with Integer/Long.valueOf (§5.4)."""
     for display, prop, literals in _numeric_comparisons(ctx):
         integers = [lit for lit in literals if lit.kind != A.DOUBLE]
-        if not integers or not ctx.values(prop):
-            continue  # without sample values there is nothing to say
+        if not integers:
+            continue
         src = ctx.source(display)
         bad = [v for v in ctx.values(prop)
                if _reads_as_double(v) and outcome(src, {prop: v}) == ERROR]
@@ -248,7 +243,7 @@ def _absent_property_negation(ctx: LintContext):
         negation = (isinstance(node, A.Not) and not isinstance(node.operand, A.BoolCast)
                     and not _is_null_test(node.operand)) or \
                    (isinstance(node, (A.In, A.StringOp)) and node.negated)
-        prop = _sole_property(node) if negation else None
+        prop = ctx.sole_property(node) if negation else None
         if (prop is None or prop in guarded or isinstance(ctx.parent(node), A.Not)
                 or ctx.tree.records[id(node)][3] > 8):
             continue
@@ -324,8 +319,8 @@ def _not_binds_tightest(ctx: LintContext):
     """`NOT a = 'x'` is `(NOT a) = 'x'`: the Boolean NOT a compared with a string (§4.1)."""
     for node in ctx.nodes():
         operand = ctx.prefix_not(node)
-        prop = _sole_property(node)
-        if operand is None or prop is None:
+        prop = None if operand is None else ctx.sole_property(node)
+        if prop is None:
             continue
         src = ctx.source(node)
         inner = ctx.text[ctx.tree.span(operand.operand, own=False)[0]:ctx.tree.span(node)[1]]
@@ -347,7 +342,7 @@ def _empty_string_literal(ctx: LintContext):
     for node in ctx.nodes():
         if not isinstance(node, (A.Equal, A.In)):
             continue
-        prop = _sole_property(node)
+        prop = ctx.sole_property(node)
         empty = ("" in node.values) if isinstance(node, A.In) else \
             A.Constant("", A.STRING) in (node.left, node.right)
         if not empty or prop is None:
@@ -379,7 +374,7 @@ def _unknown_property(ctx: LintContext):
         message = (f"`{name}` is not among the known properties, so it reads as absent (NULL) "
                    "on every message")
         claims = []
-        if condition is not None and _sole_property(condition) == name:
+        if condition is not None and ctx.sole_property(condition) == name:
             src = ctx.source(condition)
             result = outcome(src, {})
             message += f", and `{src}` is {_WORD[result]}"
