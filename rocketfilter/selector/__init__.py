@@ -12,6 +12,7 @@ rocketfilter.selector.errors.SelectorEvaluationError: ...
 from __future__ import annotations
 
 from .errors import SelectorEvaluationError, SelectorSyntaxError
+from .findings import SelectorWarning
 from .selector import Selector, parse
 
-__all__ = ["parse", "Selector", "SelectorSyntaxError", "SelectorEvaluationError"]
+__all__ = ["parse", "Selector", "SelectorSyntaxError", "SelectorEvaluationError", "SelectorWarning"]

@@ -150,6 +150,8 @@ def to_text(node: Node) -> str:
     if isinstance(node, Or):
         return f"({to_text(node.left)} OR {to_text(node.right)})"
     if isinstance(node, Equal):
+        if node.right == BoolConstant(None):  # `x = NULL` does not compile; IS NULL built it
+            return f"({to_text(node.left)} IS NULL)"
         return f"({to_text(node.left)} = {to_text(node.right)})"
     if isinstance(node, Compare):
         return f"({to_text(node.left)} {node.op} {to_text(node.right)})"

@@ -1,26 +1,31 @@
 """Selector text -> typed AST, with RocketMQ's compile-time checks (SEMANTICS §4).
 
 The lark grammar gives the shape; tokens are fed one at a time into its LALR parser, so that the
-first token that cannot continue the selector ends it and the rest is never lexed (§4.4). Each
-grammar rule's callback builds an AST node and runs the check RocketMQ runs for that construct.
+first token that cannot continue the selector ends it and the rest is never lexed (§4.4). The
+grammar's callbacks (builder.py) build the AST and run the check RocketMQ runs for each construct.
+
+Parsing is linear in the input: whether a token can continue is read off the LALR tables without
+touching the parser, and nesting deeper than MAX_DEPTH is refused where it happens.
 """
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 from importlib import resources
+from typing import Mapping, NamedTuple, Optional, Tuple
 
 import lark
 from lark.exceptions import UnexpectedInput
+from lark.parsers.lalr_analysis import Shift
 
 from . import ast as A
+from .builder import (DEPTH_HINT, DEPTH_MESSAGE, DOUBLE_MIN_VALUE, INT_MAX, INT_MIN, LONG_MAX,
+                      MAX_DEPTH, Builder, CheckFailed, start_recording, stop_recording)
 from .errors import SelectorSyntaxError
-from .tokenizer import tokenize
+from .hints import syntax_hint
+from .tokenizer import Token, tokenize
 
-LONG_MAX = (1 << 63) - 1
-INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
-DOUBLE_MIN_VALUE = 5e-324  # Java's Double.MIN_VALUE, the smallest positive subnormal
-MAX_DEPTH = 400  # deeper selectors would overflow Python's stack in the evaluators
+__all__ = ["ParseTree", "parse_tree", "parse_ast", "readable", "MAX_DEPTH", "LONG_MAX", "INT_MIN",
+           "INT_MAX", "DOUBLE_MIN_VALUE"]
 
 _READABLE = {
     "ID": "a property name", "STRING": "a string literal", "DECIMAL": "an integer literal",
@@ -28,178 +33,6 @@ _READABLE = {
     "LE": "'<='", "LPAR": "'('", "RPAR": "')'", "COMMA": "','", "PLUS": "'+'", "MINUS": "'-'",
     "$END": "end of input",
 }
-
-
-class _CheckFailed(Exception):
-    """A compile-time check failed inside a grammar callback; parse_ast adds the text."""
-
-    def __init__(self, message: str, position: int):
-        super().__init__(message)
-        self.message, self.position = message, position
-
-
-def _fail(message: str, token) -> None:
-    raise _CheckFailed(message, getattr(token, "start_pos", 0) or 0)
-
-
-def _show(node) -> str:
-    """The operand for an error message; deep ones by kind only (to_text recurses)."""
-    if _depth(node) > 50:
-        return f"a {type(node).__name__} expression nested {_depth(node)} levels deep"
-    return A.to_text(node)
-
-
-def _as_boolean(node, token=None):
-    """RocketMQ's asBooleanExpression: booleans pass, a bare property becomes BOOLCAST."""
-    if A.is_boolean(node):
-        return node
-    if isinstance(node, A.Property):
-        return A.BoolCast(node)
-    _fail(f"Expression will not result in a boolean value: {_show(node)}", token)
-
-
-def _check_equal_operands(left, right, op) -> None:
-    for side in (left, right):
-        if isinstance(side, A.BoolConstant) and side.value is None:
-            _fail("NULL cannot be compared with '=' or '<>' (use IS NULL)", op)
-    if (isinstance(left, A.BoolConstant) and isinstance(right, A.Constant)):
-        _fail(f"'{_show(left)}' cannot be compared with '{_show(right)}'", op)
-
-
-def _check_comparable(node, op) -> None:
-    """checkLessThanOperand: only numeric constants and non-boolean expressions may be ordered."""
-    if isinstance(node, A.Constant) and node.kind != A.STRING:
-        return
-    if A.is_constant(node) or A.is_boolean(node):
-        _fail(f"Value '{_show(node)}' cannot be compared with {op.value!r}", op)
-
-
-def _check_between_order(low, high, token) -> None:
-    """With two constant bounds, RocketMQ rejects BETWEEN whose high bound is below the low one."""
-    if not (A.is_constant(low) and A.is_constant(high)):
-        return
-    lo, hi = low.value, high.value
-    if lo is None or hi is None or isinstance(lo, (bool, str)) or isinstance(hi, (bool, str)):
-        _fail("Illegal values of between", token)  # unreachable after _check_comparable
-    # Mixed Integer/Long/Double widen to double; same kinds compare exactly.
-    if low.kind != high.kind and A.DOUBLE in (low.kind, high.kind):
-        lo, hi = float(lo), float(hi)
-    if hi < lo:
-        _fail(f"Illegal values of between, left value({A.to_text(low)}) must be less than or "
-              f"equal to right value({A.to_text(high)})", token)
-
-
-def _compare(left, op, right, symbol=None):
-    """REL(symbol, left, right) after checkLessThanOperand on both sides."""
-    _check_comparable(left, op)
-    _check_comparable(right, op)
-    return A.Compare(symbol or op.value, left, right)
-
-
-@lark.v_args(inline=True)
-class _Builder(lark.Transformer):
-    """One callback per grammar rule; runs during the LALR reductions, left to right."""
-
-    def start(self, expr):
-        return _as_boolean(expr)
-
-    def or_(self, left, op, right):
-        return A.Or(_as_boolean(left, op), _as_boolean(right, op))
-
-    def and_(self, left, op, right):
-        return A.And(_as_boolean(left, op), _as_boolean(right, op))
-
-    def equal(self, left, op, right):
-        _check_equal_operands(left, right, op)
-        return A.Equal(left, right)
-
-    def not_equal(self, left, op, right):
-        return A.Not(self.equal(left, op, right))
-
-    def is_null(self, left, _is, _null):
-        return A.Equal(left, A.BoolConstant(None))
-
-    def is_not_null(self, left, _is, _not, _null):
-        return A.Not(A.Equal(left, A.BoolConstant(None)))
-
-    def compare(self, left, op, right):
-        return _compare(left, op, right)
-
-    def string_op(self, left, op, search):
-        return A.StringOp(op.type, left, _string_value(search), False)
-
-    def not_string_op(self, left, _not, op, search):
-        return A.StringOp(op.type, left, _string_value(search), True)
-
-    def between(self, value, op, low, and_, high):
-        ge = _compare(value, op, low, ">=")
-        le = _compare(value, op, high, "<=")
-        _check_between_order(low, high, and_)
-        return A.And(ge, le)
-
-    def not_between(self, value, _not, op, low, _and, high):
-        return A.Or(_compare(value, op, low, "<"), _compare(value, op, high, ">"))
-
-    def in_(self, left, op, _lpar, values, _rpar):
-        return _in(left, op, values, False)
-
-    def not_in(self, left, _not, op, _lpar, values, _rpar):
-        return _in(left, op, values, True)
-
-    def string_list(self, *tokens):
-        return tuple(_string_value(t) for t in tokens if t.type == "STRING")
-
-    def plus(self, _op, operand):
-        return operand
-
-    def neg(self, _op, operand):
-        return A.Neg(operand)
-
-    def not_(self, op, operand):
-        return A.Not(_as_boolean(operand, op))
-
-    def paren(self, _lpar, expr, _rpar):
-        return expr
-
-    def string(self, token):
-        return A.Constant(_string_value(token), A.STRING)
-
-    def decimal(self, token):
-        text = token.value.rstrip("lL")
-        value = int(text)
-        if value > LONG_MAX:
-            _fail(f"Integer literal {token.value} is out of range for a long", token)
-        return A.Constant(value, A.INTEGER if value <= INT_MAX else A.LONG)
-
-    def float_(self, token):
-        value = float(token.value)
-        if math.isinf(value) or value < DOUBLE_MIN_VALUE:
-            _fail(f"Float literal {token.value} is out of range (0 < value <= Double.MAX_VALUE)",
-                  token)
-        return A.Constant(value, A.DOUBLE)
-
-    def true(self, _token):
-        return A.BoolConstant(True)
-
-    def false(self, _token):
-        return A.BoolConstant(False)
-
-    def null(self, _token):
-        return A.BoolConstant(None)
-
-    def property(self, token):
-        return A.Property(token.value)
-
-
-def _string_value(token) -> str:
-    return token.value[1:-1].replace("''", "'")
-
-
-def _in(left, op, values, negated):
-    if not isinstance(left, A.Property):
-        _fail(f"Expected a property for IN expression, got: {_show(left)}", op)
-    return A.In(left, values, negated)
-
 
 _GRAMMAR = resources.files(__package__).joinpath("grammar.lark").read_text(encoding="utf-8")
 
@@ -214,68 +47,154 @@ class _NoLexer(lark.lexer.Lexer):
         return iter(())
 
 
-_LARK = lark.Lark(_GRAMMAR, parser="lalr", lexer=_NoLexer, transformer=_Builder())
+_LARK = lark.Lark(_GRAMMAR, parser="lalr", lexer=_NoLexer, transformer=Builder())
+_CONF = _LARK.parse_interactive("").parser_state.parse_conf
+# The LALR tables with plain-str keys (lark's keys are Tokens, whose __eq__ is Python code):
+# state -> symbol -> (shifts?, next state or (rule length, rule name)).
+_TABLE = {state: {str(symbol): (kind is Shift, arg if kind is Shift
+                                else (len(arg.expansion), str(arg.origin.name)))
+                  for symbol, (kind, arg) in actions.items()}
+          for state, actions in _CONF.states.items()}
+_TERMINALS = tuple(sorted({name for actions in _TABLE.values() for name in actions
+                           if name.isupper()}))
+# Tokens that start an operand: prefix NOT and '-' before one nest inside each other.
+_OPERAND_STARTS = {"ID", "STRING", "DECIMAL", "FLOAT", "TRUE", "FALSE", "NULL"}
+_OPERAND_ENDS = _OPERAND_STARTS | {"RPAR"}
 
 
-def _expected(interactive) -> tuple:
-    names = sorted(interactive.accepts())
-    return tuple(_READABLE.get(n, n) for n in names)
+class ParseTree(NamedTuple):
+    """A compiled selector with what the parser saw: where each node came from, and where the
+    selector ended.
+
+    ``records`` maps ``id(node)`` to ``(node, start, end, depth, own_start, own_end)`` for every
+    node of ``root``: character offsets into the text of the node with the parentheses around it,
+    and of the node itself. ``stop`` is the first token the
+    parser did not use, when text follows a complete selector (RocketMQ ignores it, §4.4),
+    ``last`` the last token it used, and ``expected`` the token kinds that could have continued
+    the selector instead of ``stop``.
+    """
+
+    root: A.Node
+    records: Mapping[int, tuple]
+    stop: Optional[Token]
+    last: Optional[Token]
+    expected: Tuple[str, ...]
+
+    def span(self, node, own: bool = True) -> Tuple[int, int]:
+        """(start, end) offsets of `node` in the text, with its parentheses if not `own`."""
+        record = self.records[id(node)]
+        return record[4:6] if own else record[1:3]
 
 
-def _syntax_error(text, token, interactive) -> SelectorSyntaxError:
-    expected = _expected(interactive)
-    found = "end of input" if token is None else repr(token.value)
-    pos = len(text) if token is None else token.start_pos
-    return SelectorSyntaxError(f"Encountered {found}, expected one of: {', '.join(expected)}",
-                               text, pos, expected)
+def _can_shift(state_stack: list, token_type: str) -> bool:
+    """Whether the LALR parser would take `token_type`, after the reductions it implies, without
+    changing its `state_stack` (lark's feed_token would run the reductions, and their callbacks,
+    before finding out). Feeding the token then performs the same reductions, so the cost is
+    linear over a parse."""
+    depth, pushed = len(state_stack), []  # state_stack[:depth] stands; `pushed` is on top
+    while True:
+        top = pushed[-1] if pushed else state_stack[depth - 1]
+        if top == _CONF.end_state:
+            return token_type == "$END"
+        action = _TABLE[top].get(token_type)
+        if action is None:
+            return False
+        shifts, arg = action
+        if shifts:
+            return True
+        size, name = arg
+        taken = min(size, len(pushed))
+        del pushed[len(pushed) - taken:]
+        depth -= size - taken
+        below = pushed[-1] if pushed else state_stack[depth - 1]
+        pushed.append(_TABLE[below][name][1])
 
 
-def _depth(node) -> int:
-    depth, stack = 0, [(node, 1)]
-    while stack:
-        n, d = stack.pop()
-        depth = max(depth, d)
-        stack.extend((c, d + 1) for c in A.children(n))
-    return depth
+def _lark_token(tok: Token) -> lark.Token:
+    return lark.Token(tok.type, tok.value, start_pos=tok.start, end_pos=tok.end)
+
+
+def _expected(state_stack: list) -> Tuple[str, ...]:
+    return tuple(t for t in _TERMINALS if _can_shift(state_stack, t))
+
+
+def readable(expected: Tuple[str, ...]) -> Tuple[str, ...]:
+    """Token kinds as a reader names them ("a property name", "'='", ...)."""
+    return tuple(_READABLE.get(n, n) for n in expected)
+
+
+def _syntax_error(text: str, found: Optional[Token], last: Optional[Token],
+                  expected: Tuple[str, ...]) -> SelectorSyntaxError:
+    shown_expected = readable(expected)
+    shown = "end of input" if found is None else repr(found.value)
+    pos = len(text) if found is None else found.start
+    return SelectorSyntaxError(f"Encountered {shown}, expected one of: {', '.join(shown_expected)}",
+                               text, pos, shown_expected, syntax_hint(last, found, set(expected)))
+
+
+def _too_deep(tok: Token) -> CheckFailed:
+    return CheckFailed(DEPTH_MESSAGE, tok.start, DEPTH_HINT)
+
+
+def _parse(text: str, records: dict) -> ParseTree:
+    interactive = _LARK.parse_interactive("")
+    stack = interactive.parser_state.state_stack
+    # Open parentheses, and prefix NOT/'-' since the last operand: each is a level of nesting
+    # (of Java's recursive parser, and of the tree for NOT/'-'), counted before any node exists.
+    parens = prefixes = 0
+    last = stop = None
+    for tok in tokenize(text):
+        if not _can_shift(stack, tok.type):
+            stop = tok  # the selector ends here, if what came before is complete (§4.4)
+            break
+        if tok.type == "LPAR":
+            parens += 1
+            if parens > MAX_DEPTH:
+                raise _too_deep(tok)
+        elif tok.type == "RPAR":
+            parens -= 1
+        elif tok.type == "MINUS" or (tok.type == "NOT" and (last is None
+                                                            or last.type not in _OPERAND_ENDS)):
+            prefixes += 1
+            if prefixes > MAX_DEPTH:
+                raise _too_deep(tok)
+        elif tok.type in _OPERAND_STARTS:
+            prefixes = 0
+        interactive.feed_token(_lark_token(tok))
+        last = tok
+    if not _can_shift(stack, "$END"):
+        raise _syntax_error(text, stop, last, _expected(stack))
+    expected = _expected(stack) if stop is not None else ()
+    root = interactive.feed_eof(_lark_token(last) if last else None)
+    return ParseTree(root, records, stop, last, expected)
 
 
 @lru_cache(maxsize=256)
-def parse_ast(text: str):
+def parse_tree(text: str) -> ParseTree:
+    """Compile selector `text`, keeping spans and where the selector ended (see ParseTree).
+
+    Raises SelectorSyntaxError for everything RocketMQ rejects at compile time, with the
+    position, what was expected there and a hint.
+    """
+    if not isinstance(text, str):
+        raise SelectorSyntaxError(f"A selector must be a string, not {type(text).__name__}")
+    records = start_recording()
+    try:
+        return _parse(text, records)
+    except CheckFailed as failed:
+        raise SelectorSyntaxError(failed.message, text, failed.position,
+                                  hint=failed.hint) from None
+    except UnexpectedInput as e:  # pragma: no cover - _can_shift rules this out
+        raise SelectorSyntaxError(f"Unexpected input: {e}", text, 0) from None
+    finally:
+        stop_recording()
+
+
+def parse_ast(text: str) -> A.Node:
     """Compile selector `text` to its AST root (always a boolean node).
 
     Raises SelectorSyntaxError for everything RocketMQ rejects at compile time, with the
     position and what was expected there. Text after a complete selector is ignored, as the
     broker ignores it: ``parse_ast("a = 1 b = 2")`` is ``a = 1``.
     """
-    if not isinstance(text, str):
-        raise SelectorSyntaxError(f"A selector must be a string, not {type(text).__name__}")
-    try:
-        interactive = _LARK.parse_interactive("")
-        last = None
-        for tok in tokenize(text):
-            token = lark.Token(tok.type, tok.value, start_pos=tok.start, end_pos=tok.end)
-            # The AST is immutable, so a shallow snapshot suffices (a deep one is quadratic).
-            before = interactive.copy(deepcopy_values=False)
-            try:
-                interactive.feed_token(token)
-            except UnexpectedInput:
-                # The first token that cannot continue ends the selector (§4.4) -- but only
-                # if what came before is complete.
-                interactive = before
-                try:
-                    return _finish(before.feed_eof(last))
-                except UnexpectedInput:
-                    raise _syntax_error(text, token, before) from None
-            last = token
-        try:
-            return _finish(interactive.feed_eof(last))
-        except UnexpectedInput:
-            raise _syntax_error(text, None, interactive) from None
-    except _CheckFailed as failed:
-        raise SelectorSyntaxError(failed.message, text, failed.position) from None
-
-
-def _finish(root):
-    if _depth(root) > MAX_DEPTH:
-        raise SelectorSyntaxError(f"Selector nests deeper than {MAX_DEPTH} levels")
-    return root
+    return parse_tree(text).root

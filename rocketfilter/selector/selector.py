@@ -5,7 +5,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Optional, Union
 
 from . import ast as A
-from .parser import parse_ast
+from .errors import SelectorSyntaxError
+from .hints import explain_ignored
+from .parser import parse_tree, readable
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column
@@ -84,24 +86,51 @@ class Selector:
 
     def to_columns(self, properties: Union[str, "Column", None] = "properties",
                    schema: Optional["StructType"] = None) -> dict:
-        """Diagnostics: ``{"matched", "raw", "error"}`` Columns for ``df.select(**...)``-style use.
+        """Diagnostics: ``{"matched", "raw", "error"}`` Columns by name.
 
         ``raw`` is the three-valued result (null where Java returns null or threw), ``error``
         is true where Java's evaluation threw, ``matched`` is :meth:`to_column`.
+
+        >>> df.select([c.alias(k) for k, c in sel.to_columns().items()])  # doctest: +SKIP
         """
         from .spark import compile_selector
 
         compiled = compile_selector(self.ast, properties, schema)
         return {"matched": compiled.decision, "raw": compiled.raw, "error": compiled.error}
 
+    def lint(self, known_properties=None) -> list:
+        """What the selector does that its author may not expect, as ``SelectorWarning``s.
+
+        ``known_properties`` is None (nothing known), an iterable of property names known to
+        occur, or a mapping name -> iterable of sample values (strings, as the broker sees them).
+        See ``rocketfilter.selector.lint``.
+
+        >>> [w.code for w in parse("amount > 100.0 AN region = 'eu'").lint()]
+        ['ignored-trailing-input']
+        """
+        from .lint import lint
+
+        return lint(self.text, known_properties)
+
     def __str__(self) -> str:
         return self.text
 
 
-def parse(text: str) -> Selector:
+def parse(text: str, strict: bool = False) -> Selector:
     """Compile a selector; raises ``SelectorSyntaxError`` where RocketMQ's compile fails.
+
+    Text after a complete selector is ignored, as the broker ignores it (SEMANTICS §4.4);
+    with ``strict=True`` it is a ``SelectorSyntaxError`` naming the first ignored token.
 
     >>> parse("(age BETWEEN 6 AND 9) AND (name IS NOT NULL)").properties
     ['age', 'name']
+    >>> parse("a = 1 b = 2").ast == parse("a = 1").ast
+    True
     """
-    return Selector(text, parse_ast(text))
+    tree = parse_tree(text)
+    if strict and tree.stop is not None:
+        message, fix = explain_ignored(text, tree.last, tree.stop)
+        raise SelectorSyntaxError(f"Encountered {tree.stop.value!r} after a complete selector",
+                                  text, tree.stop.start, readable(tree.expected),
+                                  f"{message}; {fix}")
+    return Selector(text, tree.root)

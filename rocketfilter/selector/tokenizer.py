@@ -7,6 +7,7 @@ as the parser asks, because text after the end of a complete selector is never l
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Iterator, NamedTuple
 
 from .errors import SelectorSyntaxError
@@ -30,6 +31,36 @@ _ORDERED = (
     ("ID", re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")),
     ("OP", re.compile(r"<>|>=|<=|[=><(),+\-]")),
 )
+
+
+# What a character that cannot start a token was probably meant to be.
+_LEXICAL_HINTS = {
+    '"': "strings take single quotes ('text'); there are no double-quoted strings or names",
+    "'": "this string literal is never closed (a quote inside a string is written '')",
+    "!": "there is no '!' or '!=': write '<>' for not-equal and NOT (...) to negate",
+    "|": "there is no '||': write OR",
+    "&": "there is no '&&': write AND",
+    ";": "a selector is one expression: remove the ';'",
+    ".": "a '.' belongs to a number (1.5, .5): property names cannot contain dots",
+    "`": "there are no quoted names: a property name is [A-Za-z_$][A-Za-z0-9_$]*",
+    "?": "there are no bind parameters: write the value",
+    "[": "there are no arrays: use IN ('a', 'b')",
+    "#": "there are no # comments: write -- comment (ended by a new line) or /* comment */",
+}
+for _op in "*/%":
+    _LEXICAL_HINTS[_op] = "arithmetic is not supported (and LIKE patterns do not exist)"
+
+
+def lexical_hint(ch: str) -> str:
+    """Why `ch` cannot start a token, and what was probably meant."""
+    if ch in _LEXICAL_HINTS:
+        return _LEXICAL_HINTS[ch]
+    if ch.isspace() or unicodedata.category(ch) == "Zs":
+        return (f"U+{ord(ch):04X} is not whitespace here: only space, tab, CR, LF and form feed "
+                "separate tokens")
+    if ch.isalnum():
+        return "property names are ASCII only: [A-Za-z_$][A-Za-z0-9_$]*"
+    return ""
 
 
 class Token(NamedTuple):
@@ -59,7 +90,7 @@ def _lex_one(text: str, pos: int) -> Token:
             best_kind, best_end = kind, m.end()
     if best_kind is None:
         raise SelectorSyntaxError(f"Lexical error: unexpected character {text[pos]!r}", text, pos,
-                                  expected=("a token",))
+                                  expected=("a token",), hint=lexical_hint(text[pos]))
     value = text[pos:best_end]
     if best_kind == "ID" and value.upper() in KEYWORDS:
         best_kind = value.upper()  # keywords are declared before ID and win at equal length
@@ -68,16 +99,16 @@ def _lex_one(text: str, pos: int) -> Token:
     return Token(best_kind, value, pos, best_end)
 
 
-def tokenize(text: str) -> Iterator[Token]:
-    """Yield tokens lazily; a lexical error is raised only when the bad token is asked for."""
-    pos = 0
+def tokenize(text: str, pos: int = 0) -> Iterator[Token]:
+    """Yield tokens from `pos` on, lazily: a lexical error is raised only when the bad token is
+    asked for."""
     while True:
         pos = _skip(text, pos)
         if pos >= len(text):
             return
         if text.startswith("/*", pos):
             raise SelectorSyntaxError("Lexical error: unterminated comment", text, pos,
-                                      expected=("*/",))
+                                      expected=("*/",), hint="close it with */")
         token = _lex_one(text, pos)
         yield token
         pos = token.end
