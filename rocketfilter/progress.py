@@ -81,6 +81,7 @@ class Progress:
         self.closed = False
         self._drawn_at: Optional[float] = None  # when the live line was last drawn
         self._width = 0  # length of the live line on screen, to blank it out
+        self._line = ""  # the live line on screen
         self._lock = threading.Lock()
 
     # -- the caller's side ----------------------------------------------------------------------
@@ -160,8 +161,10 @@ class Progress:
         if self._drawn_at is not None and now - self._drawn_at < self.interval:
             return
         line = self.live_line(elapsed)
+        if line == self._line:
+            return  # nothing moved: leave the terminal alone
         self._write("\r" + line.ljust(self._width))
-        self._drawn_at, self._width = now, len(line)
+        self._drawn_at, self._width, self._line = now, len(line), line
 
     def tick(self) -> None:
         """Redraw if due, without new counts (the rate and ETA move on)."""

@@ -82,6 +82,15 @@ def test_terminal_redraws_one_line_then_the_summary():
     assert out.getvalue().endswith("\r" + last + "\r" + summary.ljust(len(last)) + "\n")
 
 
+def test_an_unchanged_line_is_not_redrawn():
+    p, clock, out = _progress(tty=True, total=None, unit="messages")
+    clock.at(3)
+    p.update(0)
+    clock.at(4)
+    p.tick()
+    assert out.getvalue() == "\rimport: 0 messages"
+
+
 def test_without_a_total():
     p, clock, out = _progress(tty=True, total=None, unit="messages")
     clock.at(3)
