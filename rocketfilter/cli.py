@@ -23,6 +23,12 @@ class OneLineArgumentParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+def add_verbose_argument(parser: argparse.ArgumentParser) -> None:
+    """``--verbose``: Spark's own logs and progress bars (quiet by default, see get_spark)."""
+    parser.add_argument("--verbose", action="store_true",
+                        help="show Spark's own log lines and stage progress bars")
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
@@ -51,6 +57,7 @@ def build_parser(prog: str = "rocketfilter") -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineArgumentParser)
     demo = commands.add_parser("demo", help="filter ten sample messages by tag and by SQL92")
     add_demo_arguments(demo)
+    add_verbose_argument(demo)
     demo.set_defaults(handler=demo_command)
     return parser
 

@@ -106,6 +106,6 @@ def demo_command(args: argparse.Namespace, spark: Optional[SparkSession] = None)
         builder = SparkSession.builder.appName("rocketfilter-demo")
         if args.master:
             builder = builder.master(args.master)
-        spark = get_spark(builder)
+        spark = get_spark(builder, verbose=getattr(args, "verbose", False))
     run_demo(spark, tag_expression=args.tags, selector=args.selector)
     return 0

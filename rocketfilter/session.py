@@ -1,18 +1,28 @@
-"""A SparkSession that works offline on one small machine.
+"""A SparkSession that works offline on one small machine, quietly, classic or Spark Connect.
 
 Like delta's ``configure_spark_with_delta_pip``, :func:`configure_spark` decorates the caller's
 builder instead of owning it: every default is added only where nothing set that key already.
+Unless ``verbose``, Spark logs only the warnings that matter (:mod:`rocketfilter.spark_logs`)
+and draws no stage progress bars. A Spark Connect session or builder (``.remote(...)``) is
+accepted too; on a remote server only the portable SQL settings apply.
 """
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
+import warnings
 from pathlib import Path
-from typing import Dict, Optional, Union
+from typing import Any, Dict, Optional
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
+
+from rocketfilter.spark_logs import LOG4J2_PROPERTIES, log4j2_java_option, names_log_config, quiet_spark_logs
+from rocketfilter.spark_mode import is_connect
+
+__all__ = ["configure_spark", "get_spark", "is_connect", "quiet_spark_logs", "LOG4J2_PROPERTIES"]
 
 # Keys rocketfilter sets when nobody else did; values are strings as SparkConf holds them.
 _DEFAULTS: Dict[str, str] = {
@@ -30,6 +40,18 @@ _TESTING_DEFAULTS: Dict[str, str] = {
     "spark.sql.shuffle.partitions": "2",
     "spark.ui.enabled": "false",
 }
+# Settings that still apply to a session that already runs (SQL runtime settings; the others,
+# dataFrameDebugging included, are static).
+_RUNTIME_KEYS = frozenset({
+    "spark.sql.sources.parallelPartitionDiscovery.threshold", "spark.sql.shuffle.partitions",
+    "spark.sql.session.timeZone",
+})
+# What a remote Spark Connect server gets: its cluster's sizing (memory, shuffle partitions) is
+# not this machine's business.
+_REMOTE_KEYS = frozenset({"spark.sql.sources.parallelPartitionDiscovery.threshold", "spark.sql.session.timeZone"})
+# Start-up settings rocketfilter may add: they cannot change on a running session.
+_STATIC_KEYS = ("spark.driver.memory", "spark.driver.extraJavaOptions", "spark.ui.enabled",
+                "spark.ui.showConsoleProgress", "spark.python.sql.dataFrameDebugging.enabled")
 _DEFAULT_MASTER = "local[*]"
 _TESTING_MASTER = "local[2]"
 
@@ -77,12 +99,37 @@ def _conf_set_elsewhere() -> Dict[str, str]:
     return found
 
 
-def configure_spark(builder: SparkSession.Builder, *, testing: bool = False) -> SparkSession.Builder:
+def _connect_url(builder: Any) -> Optional[str]:
+    """Where a builder's session will live when it is a Spark Connect one: its ``spark.remote``
+    (``"local[2]"`` starts a server in this process, ``"sc://..."`` is a server elsewhere), or
+    None for a classic builder."""
+    options = getattr(builder, "_options", {})
+    url = options.get("spark.remote") or os.environ.get("SPARK_REMOTE")
+    api_mode = str(options.get("spark.api.mode", os.environ.get("SPARK_API_MODE", ""))).lower()
+    if url:
+        return str(url)
+    if is_connect(builder):
+        return "sc://"  # a Connect builder with a channel builder: a server elsewhere
+    if api_mode == "connect":
+        return str(options.get("spark.master", os.environ.get("MASTER", "local")))
+    return None
+
+
+def configure_spark(builder: SparkSession.Builder, *, testing: bool = False,
+                    verbose: bool = False) -> SparkSession.Builder:
     """Add rocketfilter's defaults to ``builder`` without overriding anything already set.
 
     A key counts as set when it is on the builder, in ``PYSPARK_SUBMIT_ARGS``, in
     spark-defaults.conf, or (for the master) in ``MASTER``; under spark-submit the submitted
-    conf wins. ``testing=True`` asks for local[2], 2 shuffle partitions and no UI.
+    conf wins. ``testing=True`` asks for local[2], 2 shuffle partitions and no UI. Unless
+    ``verbose``, Spark gets rocketfilter's log4j rules (as ``spark.driver.extraJavaOptions``,
+    when that is not set) and ``spark.ui.showConsoleProgress=false``. Settings that can no
+    longer take effect (the JVM or the SparkContext already runs) are left out.
+
+    A Spark Connect builder (``SparkSession.builder.remote(url)``) to a remote server gets only
+    the session time zone, the listing threshold and, with ``testing``, 2 shuffle partitions;
+    ``remote("local[...]")`` starts a local server, which gets the classic defaults but the
+    master.
 
     Also points ``PYSPARK_PYTHON``/``PYSPARK_DRIVER_PYTHON`` at this interpreter when unset, since
     workers otherwise start the system Python, which may lack pyarrow.
@@ -96,31 +143,66 @@ def configure_spark(builder: SparkSession.Builder, *, testing: bool = False) -> 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
-    taken = set(builder._options) | set(_conf_set_elsewhere())
+    elsewhere = _conf_set_elsewhere()
+    taken = set(builder._options) | set(elsewhere)
     wanted = dict(_DEFAULTS)
     if testing:
         wanted.update(_TESTING_DEFAULTS)
-    wanted["spark.master"] = _TESTING_MASTER if testing else _DEFAULT_MASTER
-    if os.environ.get("PYSPARK_GATEWAY_PORT") or SparkContext._active_spark_context is not None:
-        # The driver JVM already runs: its heap can no longer change, so don't pretend.
-        del wanted["spark.driver.memory"]
+    url = _connect_url(builder)
+    if url is not None and not url.startswith("local"):
+        keys = _REMOTE_KEYS | ({"spark.sql.shuffle.partitions"} if testing else set())
+        wanted = {k: v for k, v in wanted.items() if k in keys}
+    else:
+        if url is None:  # a Connect URL is the master: setting both is an error
+            wanted["spark.master"] = _TESTING_MASTER if testing else _DEFAULT_MASTER
+        if not verbose:
+            wanted["spark.ui.showConsoleProgress"] = "false"
+            option = log4j2_java_option()
+            java_options = str(builder._options.get("spark.driver.extraJavaOptions",
+                                                    elsewhere.get("spark.driver.extraJavaOptions", "")))
+            if option and not names_log_config(java_options):
+                # When someone else's options are set, quiet_spark_logs applies the rules once the
+                # JVM runs instead.
+                wanted["spark.driver.extraJavaOptions"] = option
+        if (os.environ.get("PYSPARK_GATEWAY_PORT") or SparkContext._gateway is not None
+                or SparkContext._active_spark_context is not None):
+            # The driver JVM already runs: its heap and options can no longer change.
+            del wanted["spark.driver.memory"]
+            wanted.pop("spark.driver.extraJavaOptions", None)
+        if SparkContext._active_spark_context is not None:
+            # So does the context: only SQL runtime settings would reach the session.
+            wanted = {k: v for k, v in wanted.items() if k in _RUNTIME_KEYS}
     for key, value in wanted.items():
         if key not in taken:
             builder = builder.config(key, value)
     return builder
 
 
+def _is_session(value: Any) -> bool:
+    return isinstance(value, SparkSession) or (is_connect(value) and hasattr(value, "sql"))
+
+
+def _is_builder(value: Any) -> bool:
+    return isinstance(value, SparkSession.Builder) or (is_connect(value) and hasattr(value, "getOrCreate"))
+
+
 def get_spark(
-    spark_or_builder: Union[SparkSession, SparkSession.Builder, None] = None,
+    spark_or_builder: Any = None,
     *,
     app_name: str = "rocketfilter",
     testing: bool = False,
+    verbose: bool = False,
 ) -> SparkSession:
-    """Return a ready SparkSession.
+    """Return a ready SparkSession, classic or Spark Connect.
 
-    An existing session is returned as is; a builder is decorated by :func:`configure_spark` and
-    then ``getOrCreate``-d. ``None`` returns the active session if there is one (a notebook's or
+    An existing session (classic or Connect) is returned as is; a builder (classic, or Connect
+    through ``.remote(url)``) is decorated by :func:`configure_spark` and then
+    ``getOrCreate``-d. ``None`` returns the active session if there is one (a notebook's or
     spark-submit's, left untouched), else starts from a fresh builder named ``app_name``.
+
+    Unless ``verbose``, a session this call starts logs quietly: see :func:`quiet_spark_logs`,
+    applied before the SparkContext starts when the JVM already runs (spark-submit) and again
+    right after. ``verbose=True`` leaves Spark's own logging and progress bars as they are.
 
     >>> spark = get_spark()                                  # doctest: +SKIP
     >>> get_spark(spark) is spark                            # doctest: +SKIP
@@ -128,17 +210,34 @@ def get_spark(
     >>> builder = SparkSession.builder.master("local[1]")
     >>> get_spark(builder, testing=True).sparkContext.master # doctest: +SKIP
     'local[1]'
+    >>> remote = SparkSession.builder.remote("sc://localhost:15002")
+    >>> is_connect(get_spark(remote))                        # doctest: +SKIP
+    True
     """
-    if isinstance(spark_or_builder, SparkSession):
+    if _is_session(spark_or_builder):
         return spark_or_builder
     if spark_or_builder is None:
         active = SparkSession.getActiveSession()
         if active is not None:
             return active
         spark_or_builder = SparkSession.builder.appName(app_name)
-    elif not isinstance(spark_or_builder, SparkSession.Builder):
+    elif not _is_builder(spark_or_builder):
         raise TypeError(
-            "get_spark: expected a SparkSession, a SparkSession.Builder or None, got "
-            f"{type(spark_or_builder).__name__}"
+            "get_spark: expected a SparkSession (classic or Spark Connect), a SparkSession.Builder "
+            f"or None, got {type(spark_or_builder).__name__}"
         )
-    return configure_spark(spark_or_builder, testing=testing).getOrCreate()
+    builder = configure_spark(spark_or_builder, testing=testing, verbose=verbose)
+    url = _connect_url(builder)
+    jvm_here = url is None or url.startswith("local")  # else the server's JVM is not ours
+    if jvm_here:
+        quiet_spark_logs(verbose=verbose)  # a JVM that already runs: before the context starts
+    with warnings.catch_warnings():
+        if url is not None:
+            # remote("local[...]"): the server starts with these settings, then pyspark tries to
+            # set them again on the client session and warns that static ones cannot change.
+            keys = "|".join(re.escape(k) for k in _STATIC_KEYS)
+            warnings.filterwarnings("ignore", message=f"Failed to set ({keys}) ", category=UserWarning)
+        spark = builder.getOrCreate()
+    if jvm_here:
+        quiet_spark_logs(verbose=verbose)  # starting the context may have put Spark's profile back
+    return spark

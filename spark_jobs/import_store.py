@@ -6,7 +6,8 @@
 ``--source`` holds ``commitlog/`` and ``consumequeue/``. Damage (bad magic code, truncated record,
 CRC mismatch, a consume-queue unit that disagrees with its record) stops the import with one
 line naming the file and byte offset, exit 2; ``--skip-damaged`` imports the rest and reports it.
-A missing source exits 1. There is never a traceback.
+A missing source exits 1. There is never a traceback. Spark's own log lines are hidden unless
+``--verbose``.
 """
 import os
 import sys
@@ -16,7 +17,7 @@ try:
 except ImportError:  # a plain checkout: use the package next to this folder
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from rocketfilter.cli import OneLineArgumentParser, guarded  # noqa: E402
+from rocketfilter.cli import OneLineArgumentParser, add_verbose_argument, guarded  # noqa: E402
 
 
 def _summary(report) -> str:
@@ -38,14 +39,17 @@ def main(argv=None) -> int:
     parser.add_argument("--source", required=True, help="the broker store directory or URI")
     parser.add_argument("--skip-damaged", action="store_true",
                         help="count and leave out damaged records and units instead of stopping")
+    add_verbose_argument(parser)
     args = parser.parse_args(argv)
 
     def run() -> int:
+        from rocketfilter.session import get_spark
         from rocketfilter.store import MessageStore
         from rocketfilter.store.importer import require_store_dir
 
         require_store_dir(args.source)  # before opening (creating) the target store
-        report = MessageStore.open(args.store).import_store(args.source, skip_damaged=args.skip_damaged)
+        spark = get_spark(app_name="rocketfilter-import", verbose=args.verbose)
+        report = MessageStore.open(args.store, spark).import_store(args.source, skip_damaged=args.skip_damaged)
         print(_summary(report))
         return 0
 

@@ -16,6 +16,7 @@ Prints each delivered message (``--summary``: not), then one line per queue: del
 the last pull's next_begin_offset, then a total. ``--output`` writes the delivered messages with
 their commit-log columns as parquet. Errors are one line on stderr: exit 2 for bad input (a
 selector syntax error, an unknown topic), 1 for a missing store. There is never a traceback.
+Spark's own log lines are hidden unless ``--verbose``.
 """
 import os
 import sys
@@ -25,7 +26,7 @@ try:
 except ImportError:  # a plain checkout: use the package next to this folder
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from rocketfilter.cli import OneLineArgumentParser, guarded  # noqa: E402
+from rocketfilter.cli import OneLineArgumentParser, add_verbose_argument, guarded  # noqa: E402
 
 DEFAULT_GROUP = "rocketfilter-replay"
 # The entries' own columns, then every commit-log column but the ones both tables hold.
@@ -63,6 +64,7 @@ def build_parser() -> OneLineArgumentParser:
     parser.add_argument("--max-msg-nums", type=_positive_int, default=32, help="messages per pull (default 32)")
     parser.add_argument("--output", help="write the delivered messages as parquet here (overwrites)")
     parser.add_argument("--summary", action="store_true", help="print only the per-queue summary, not the messages")
+    add_verbose_argument(parser)
     return parser
 
 
@@ -176,7 +178,7 @@ def main(argv=None) -> int:
 
         from rocketfilter.session import get_spark
 
-        spark = get_spark(app_name="rocketfilter-replay")
+        spark = get_spark(app_name="rocketfilter-replay", verbose=args.verbose)
         store = open_store(args.store, spark)
         if store.topic_config(args.topic) is None:
             known = ", ".join(sorted(store.topics())) or "none"

@@ -116,3 +116,49 @@ def spark():
     session = get_spark(app_name="rocketfilter-tests", testing=True)
     yield session
     session.stop()
+
+
+# --- Spark Connect ----------------------------------------------------------------------------
+# pyspark refuses to start a Connect session next to a classic one ([SESSION_ALREADY_EXIST]),
+# and the suite shares one classic session. So the Connect server runs inside that session's
+# JVM, and tests reach it through a Connect client: the same code path as a remote cluster.
+# pyspark.sql.functions builds Connect Columns only while SPARK_CONNECT_MODE_ENABLED is set
+# (pyspark.sql.utils.is_remote), process-wide: connect_spark sets it for one test at a time.
+
+def pytest_collection_modifyitems(items) -> None:
+    """Every test on a Connect session carries the ``connect`` marker (``-m "not connect"``)."""
+    for item in items:
+        if "connect_spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.connect)
+
+
+@pytest.fixture(scope="session")
+def connect_server(spark):
+    """A Spark Connect server in the suite's JVM, on a free port; yields its ``sc://`` URL."""
+    pytest.importorskip("grpc", reason="the Spark Connect client needs pip install -e '.[connect]'")
+    jvm, context = spark._jvm, spark._jsc.sc()
+    # Port 0: the OS picks a free port, read back after the start. (The context's own SparkConf,
+    # which the service reads; py4j cannot reflect SparkEnv, whose methods name unshaded protobuf.)
+    context.conf().set("spark.connect.grpc.binding.port", "0")
+    service = jvm.org.apache.spark.sql.connect.service.SparkConnectService
+    service.start(context)
+    port = getattr(getattr(jvm.org.apache.spark.sql.connect.service, "SparkConnectService$"), "MODULE$").localPort()
+    yield f"sc://localhost:{port}"
+    service.stop(getattr(service, "stop$default$1")(), getattr(service, "stop$default$2")())
+
+
+@pytest.fixture(scope="session")
+def _connect_session(connect_server):
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+    session = RemoteSparkSession.builder.remote(connect_server).getOrCreate()
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def connect_spark(_connect_session, monkeypatch):
+    """The suite's Spark Connect session, with pyspark in Connect mode for this test only
+    (``SPARK_CONNECT_MODE_ENABLED`` is restored afterwards, whatever the test did)."""
+    monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
+    return _connect_session

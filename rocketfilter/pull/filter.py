@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 from rocketfilter import tags as T
 from rocketfilter.bloom import BloomFilter, bitmap_hit_column, is_hit
 from rocketfilter.config import RETRY_GROUP_TOPIC_PREFIX
+from rocketfilter.spark_mode import column_cache_key
 from rocketfilter.tags import SubscriptionData, is_tag_type, java_hash
 
 ColumnOrName = Union[Column, str]
@@ -148,8 +149,13 @@ class ExpressionMessageFilter:
 
     # -- Spark, every entry ------------------------------------------------------------------
     def _cached(self, key: tuple, build) -> Column:
-        """Columns by arguments, per filter: each costs JVM calls, a pull needs them every time."""
+        """Columns by arguments, per filter and Spark context (or Spark Connect, see
+        :func:`column_cache_key`): each costs JVM calls, a pull needs them every time."""
+        mode = column_cache_key()
         cache = self.__dict__.setdefault("_columns", {})
+        if cache.get("mode", mode) != mode:
+            cache.clear()  # Columns of another context must not reach this one's DataFrames
+        cache["mode"] = mode
         if key not in cache:
             cache[key] = build()
         return cache[key]

@@ -146,13 +146,14 @@ def _columns(message_filter, side: str, bodies: bool = False) -> list:
     """The select list of a read: ``kind``, ``queue_offset``, ``commitlog_offset``, ``size``,
     ``ok`` (the consume-queue check on the ``"cq"`` side, the selector on the ``"cl"`` side)
     and with ``bodies`` ``msg``, the whole row where it could be delivered. Built once per
-    filter and Spark context: every Column costs JVM calls, which a pull would pay each time."""
-    from pyspark import SparkContext
+    filter and Spark context (or Spark Connect, see :func:`column_cache_key`): every Column costs
+    JVM calls, which a pull would pay each time."""
+    from rocketfilter.spark_mode import column_cache_key
 
     cache = _NO_FILTER_COLUMNS if message_filter is None else message_filter.__dict__.setdefault("_scan_columns", {})
-    key = (SparkContext._active_spark_context, side, bodies)
+    key = (column_cache_key(), side, bodies)
     if key not in cache:
-        if any(k[0] is not key[0] for k in cache):
+        if any(k[0] != key[0] for k in cache):
             cache.clear()
         sql = is_sql_filter(message_filter)
         if side == "cq":

@@ -75,14 +75,14 @@ class Selector:
 
         if not isinstance(properties, str) or schema is not None:
             return compile_selector(self.ast, properties, schema).decision
-        from pyspark import SparkContext
+        from rocketfilter.spark_mode import column_cache_key
 
-        context = SparkContext._active_spark_context
-        if any(c is not context for c, _ in self._columns):
-            self._columns.clear()  # one live context at a time
-        if (context, properties) not in self._columns:
-            self._columns[(context, properties)] = compile_selector(self.ast, properties).decision
-        return self._columns[(context, properties)]
+        key = column_cache_key()  # a classic Column is bound to one SparkContext, never to Connect
+        if any(k != key for k, _ in self._columns):
+            self._columns.clear()  # one live context (or Spark Connect) at a time
+        if (key, properties) not in self._columns:
+            self._columns[(key, properties)] = compile_selector(self.ast, properties).decision
+        return self._columns[(key, properties)]
 
     def to_columns(self, properties: Union[str, "Column", None] = "properties",
                    schema: Optional["StructType"] = None) -> dict:

@@ -27,6 +27,7 @@ from pyarrow import fs as pafs
 from pyspark.sql import DataFrame, functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
+from rocketfilter.spark_mode import is_connect
 from rocketfilter.store import delta_write
 # Also re-exported: code imports FileStats, _where_column and _file_uri from this module.
 from rocketfilter.store.delta_stats import (FileStats, TableFiles, _check_where, _file_uri,
@@ -82,11 +83,14 @@ def delta_spark_available(spark) -> bool:
     >>> delta_spark_available(spark)   # doctest: +SKIP
     False
     """
+    if is_connect(spark):
+        return False  # no JVM on this side of a Spark Connect session
     try:
         return _NATIVE[spark]
     except (KeyError, TypeError):
         pass
     try:
+        # Allowed classic-only access (tests/test_connect_safe.py): Connect returned above.
         jvm = spark.sparkContext._jvm
         loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
         jvm.java.lang.Class.forName("io.delta.tables.DeltaTable", False, loader)

@@ -21,6 +21,8 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from rocketfilter.spark_mode import default_parallelism
+
 # The executor-side file parsers live in .import_parse.
 from rocketfilter.store.import_parse import (
     PARSED_COMMITLOG_SCHEMA,
@@ -116,7 +118,7 @@ class ImportedStore:
         if not files:
             return self.spark.createDataFrame([], PARSED_COMMITLOG_SCHEMA)
         total = sum(f[3] for f in files)
-        n = min(len(files), max(self.spark.sparkContext.defaultParallelism, -(-total // max(self.task_bytes, 1))))
+        n = min(len(files), max(default_parallelism(self.spark), -(-total // max(self.task_bytes, 1))))
         # Consecutive runs of files, n runs of near-equal count (the files have one size).
         tasks = [files[len(files) * i // n:len(files) * (i + 1) // n] for i in range(n)]
         return _one_per_partition(self.spark, n).mapInArrow(
@@ -127,7 +129,7 @@ class ImportedStore:
             return self.spark.createDataFrame([], PARSED_CQ_SCHEMA)
         # Pack queues into tasks of ~task_bytes, at least one per core, greedily by size.
         total = sum(z for files in queues.values() for *_, z in files)
-        n = min(len(queues), max(self.spark.sparkContext.defaultParallelism, -(-total // max(self.task_bytes, 1))))
+        n = min(len(queues), max(default_parallelism(self.spark), -(-total // max(self.task_bytes, 1))))
         groups: List[list] = [[] for _ in range(n)]
         loads = [0] * n
         for (topic, queue_id), files in sorted(queues.items(), key=lambda kv: -sum(f[3] for f in kv[1])):
