@@ -1,0 +1,42 @@
+"""Messages with chosen store times, written through the store's own CommitLog commit and dispatch.
+
+``put_messages`` stamps every message with the time of the put, as a broker does. Tests of time
+lookups need chosen times, so this appends CommitLog rows the way ``put_messages`` commits them
+(one Delta commit carrying the new high-water marks), then runs the store's ``dispatch``, which
+derives the ConsumeQueue exactly as it does for any put.
+"""
+from __future__ import annotations
+
+from typing import Iterable, List, Tuple
+
+import pyarrow as pa
+
+from rocketfilter.store import schema as S
+
+RECORD_SIZE = 100
+
+
+def put_with_store_times(store, messages: Iterable[Tuple[str, int, int]]) -> List[dict]:
+    """Append ``(topic, queue_id, store_timestamp)`` messages in this order; return what each got
+    (topic, queue_id, queue_offset, commitlog_offset, store_timestamp)."""
+    table = store.table(S.COMMITLOG)
+    version = table.version()
+    state = store.commitlog_state()
+    rows = []
+    for topic, queue_id, stored_at in messages:
+        queue_offset = state.next_queue_offset(topic, queue_id)
+        state.queues.setdefault(topic, {})[queue_id] = queue_offset + 1
+        offset = state.next_commitlog_offset
+        state.next_commitlog_offset += RECORD_SIZE
+        rows.append({
+            "commitlog_offset": offset, "store_size": RECORD_SIZE, "topic": topic, "queue_id": queue_id,
+            "queue_offset": queue_offset, "tags": None, "keys": None, "properties": [], "body": b"",
+            "body_crc": 0, "flag": 0, "sys_flag": 0, "born_timestamp": stored_at, "born_host": "127.0.0.1:1",
+            "store_timestamp": stored_at, "store_host": "127.0.0.1:10911", "reconsume_times": 0,
+            "prepared_transaction_offset": 0, "msg_id": f"7F00000100002A9F{offset:016X}",
+        })
+    adds = table.write_arrow(pa.Table.from_pylist(rows, schema=S.arrow_schema(S.COMMITLOG_SCHEMA)))
+    table.commit(adds, expected_version=version, custom_metadata=state.to_metadata())
+    store.dispatch()
+    return [{k: r[k] for k in ("topic", "queue_id", "queue_offset", "commitlog_offset", "store_timestamp")}
+            for r in rows]
