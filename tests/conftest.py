@@ -116,3 +116,11 @@ def spark():
     session = get_spark(app_name="rocketfilter-tests", testing=True)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def timed_store(spark, tmp_path_factory):
+    """A small store with chosen store times (tests/store/store_times.py says what it holds)."""
+    from tests.store.store_times import timed_store as build
+
+    return build(spark, str(tmp_path_factory.mktemp("timed") / "store"))

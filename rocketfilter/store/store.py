@@ -79,6 +79,11 @@ class MessageStore(StoreTables):
         """The committed offset, or -1 when the group never committed one for this queue."""
         return offsets.query_consumer_offset(self, group, topic, queue_id)
 
+    def reset_offset_by_time(self, group: str, topic: str, timestamp_ms: int) -> Dict[int, int]:
+        """RocketMQ's admin ``resetOffsetByTime``: commit, for every read queue of ``topic``, the
+        offset of ``timestamp_ms``; returns them by queue. See :mod:`.offsets`."""
+        return offsets.reset_offset_by_time(self, group, topic, timestamp_ms)
+
     def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp_ms: int,
                                     boundary_type: str = "LOWER") -> int:
         """The queue offset of a store time (ms), as RocketMQ's ``getOffsetInQueueByTime`` with

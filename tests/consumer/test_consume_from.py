@@ -1,9 +1,9 @@
 """``computePullFromWhereWithException`` on a store: every ConsumeFromWhere, retry topics, a
 committed offset, and the broker's "0 while the first message is in memory" answer.
 
-Queue CF/0 is young (min offset 0, all messages in memory). CF/1 and %RETRY%GID/0 lost their first
-messages to retention (min offset 5). The same store opened with 1000 bytes of "physical memory"
-has CF/0's first message out of memory.
+The shared ``timed_store``: queue CF/0 is young (min offset 0, all messages in memory); CF/1 and
+%RETRY%GID/0 lost their first messages to retention (min offset 5). The same store opened with
+1000 bytes of "physical memory" has CF/0's first message out of memory.
 """
 from __future__ import annotations
 
@@ -17,27 +17,15 @@ from rocketfilter.consumer.consume_from import (ConsumeFromWhere, compute_pull_f
                                                 parse_consume_timestamp, read_offset_from_store)
 from rocketfilter.consumer.group_info import CONSUME_FROM_WHERE
 from rocketfilter.store import MessageStore
-from tests.store.store_times import RECORD_SIZE, put_with_store_times
+from tests.store.store_times import RECORD_SIZE, RETRY, T0
 
-T0 = 1_714_557_600_000          # 2024-05-01 10:00:00 UTC
-RETRY = "%RETRY%GID"
 LAST_LIKE = ["CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST",
              "CONSUME_FROM_MIN_OFFSET", "CONSUME_FROM_MAX_OFFSET"]
 
 
 @pytest.fixture(scope="module")
-def store(spark, tmp_path_factory):
-    config = MessageStoreConfig(mapped_file_size_commit_log=10 * RECORD_SIZE)
-    store = MessageStore.open(str(tmp_path_factory.mktemp("consume_from") / "s"), spark, config)
-    for topic in ("CF", RETRY):
-        store.create_topic(topic, 2, 2)
-    early = [("CF", 1, T0 - 1000 + i) for i in range(5)] + [(RETRY, 0, T0 - 1000 + i) for i in range(5)]
-    later = [(topic, q, T0 + 1000 * i) for i in range(10) for topic, q in (("CF", 0), ("CF", 1), (RETRY, 0))]
-    put_with_store_times(store, early + later)
-    store.expire(before_commitlog_offset=10 * RECORD_SIZE)   # the first "file": the early ten
-    store.commit_consumer_offset("GID_COMMITTED", "CF", 1, 7)
-    store.commit_consumer_offset("GID_COMMITTED", "CF", 0, 0)
-    return store
+def store(timed_store):
+    return timed_store
 
 
 @pytest.fixture(scope="module")

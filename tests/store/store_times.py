@@ -40,3 +40,31 @@ def put_with_store_times(store, messages: Iterable[Tuple[str, int, int]]) -> Lis
     store.dispatch()
     return [{k: r[k] for k in ("topic", "queue_id", "queue_offset", "commitlog_offset", "store_timestamp")}
             for r in rows]
+
+
+T0 = 1_714_557_600_000          # 2024-05-01 10:00:00 UTC
+RETRY = "%RETRY%GID"
+
+
+def timed_store(spark, path: str):
+    """A small store with chosen store times, shared by the start-point tests (session fixture
+    ``timed_store``; tests that commit offsets use their own group names):
+
+    * CF/0: offsets 0-9 stored at T0 + 1000*i, min offset 0 (a young queue);
+    * CF/1: offsets 0-4 expired (retention removed them), 5-14 stored at T0 + 1000*(i-5);
+    * %RETRY%GID/0: like CF/1;
+    * group GID_COMMITTED committed CF/0 at 0 and CF/1 at 7.
+    """
+    from rocketfilter.config import MessageStoreConfig
+    from rocketfilter.store import MessageStore
+
+    config = MessageStoreConfig(mapped_file_size_commit_log=10 * RECORD_SIZE)
+    store = MessageStore.open(path, spark, config)
+    for topic in ("CF", RETRY):
+        store.create_topic(topic, 2, 2)
+    early = [("CF", 1, T0 - 1000 + i) for i in range(5)] + [(RETRY, 0, T0 - 1000 + i) for i in range(5)]
+    later = [(topic, q, T0 + 1000 * i) for i in range(10) for topic, q in (("CF", 0), ("CF", 1), (RETRY, 0))]
+    put_with_store_times(store, early + later)
+    store.expire(before_commitlog_offset=10 * RECORD_SIZE)   # the first "file": the early ten
+    store.commit_consumer_offsets([("GID_COMMITTED", "CF", 1, 7), ("GID_COMMITTED", "CF", 0, 0)])
+    return store
