@@ -3,10 +3,12 @@
     spark-submit spark_jobs/import_store.py --store /data/rf-store --source /data/broker/store
     spark-submit spark_jobs/import_store.py --store s3://bucket/rf --source s3://bucket/broker --skip-damaged
 
-``--source`` holds ``commitlog/`` and ``consumequeue/``. Damage (bad magic code, truncated record,
-CRC mismatch, a consume-queue unit that disagrees with its record) stops the import with one
-line naming the file and byte offset, exit 2; ``--skip-damaged`` imports the rest and reports it.
-A missing source exits 1. There is never a traceback.
+``--source`` holds ``commitlog/`` and ``consumequeue/``, and usually the broker's ``config/``
+(consumerOffset.json, topics.json, subscriptionGroup.json, consumerFilter.json), imported too.
+Damage (bad magic code, truncated record, CRC mismatch, a consume-queue unit that disagrees with
+its record, a malformed config file) stops the import with one line naming the file and byte
+offset or entry, exit 2; ``--skip-damaged`` imports the rest and reports it, one line per config
+file. A missing source exits 1. There is never a traceback.
 """
 import os
 import sys
@@ -47,6 +49,8 @@ def main(argv=None) -> int:
         require_store_dir(args.source)  # before opening (creating) the target store
         report = MessageStore.open(args.store).import_store(args.source, skip_damaged=args.skip_damaged)
         print(_summary(report))
+        for line in report.config.lines() if report.config is not None else ():
+            print(line)
         return 0
 
     return guarded(parser.prog, run)
