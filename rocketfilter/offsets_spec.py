@@ -150,9 +150,9 @@ def resolve_offsets(store, topic: str, spec: Any, *, end: bool = False,
     given = parsed.offsets.get(topic, {})
     outside = sorted(set(given) - queues)
     if outside:
-        raise ValueError(f"{what}: topic {topic!r} has queues 0..{max(queues)}; queue {outside[0]} is out "
-                         "of range" if queues else f"{what}: topic {topic!r} has no queues; queue {outside[0]} "
-                         "is out of range")
+        has = f"{len(queues)} queue{'s' if len(queues) != 1 else ''}" + (
+            f" ({min(queues)}..{max(queues)})" if len(queues) > 1 else f" ({min(queues)})" if queues else "")
+        raise ValueError(f"{what}: topic {topic!r} has {has}; queue {outside[0]} is out of range")
     out = {}
     for q, (lo, hi) in bounds.items():
         offset = given.get(q, LATEST if end else EARLIEST)

@@ -63,7 +63,7 @@ def test_json_offsets_with_kafkas_minus_one_and_two(timed_store):
 def test_json_errors_name_the_topic_or_queue(timed_store):
     with pytest.raises(ValueError, match="startingOffsets: topic 'Nope' in the offsets does not exist"):
         resolve_offsets(timed_store, "CF", '{"CF": {"0": 1}, "Nope": {"0": 1}}')
-    with pytest.raises(ValueError, match="endingOffsets: topic 'CF' has queues 0..1; queue 7 is out of range"):
+    with pytest.raises(ValueError, match=r"endingOffsets: topic 'CF' has 2 queues \(0..1\); queue 7 is out of range"):
         resolve_offsets(timed_store, "CF", '{"CF": {"7": 1}}', end=True)
     with pytest.raises(ValueError, match="topic 'Nope' does not exist in store"):
         resolve_offsets(timed_store, "Nope", "earliest")
@@ -87,5 +87,5 @@ def test_pull_sequence_takes_specs_as_well_as_dicts(timed_store):
     assert by_spec == [(0, q) for q in range(4, 10)] + [(1, q) for q in range(5, 15)]
     assert delivered(start_offsets={0: 4}, end_offsets={0: 7, 1: 12}) == by_spec
     assert delivered(start_offsets="2024-05-01T10:00:08Z") == [(0, 8), (0, 9)] + [(1, 13), (1, 14)]
-    with pytest.raises(ValueError, match="end_offsets: topic 'CF' has queues 0..1; queue 2 is out of range"):
+    with pytest.raises(ValueError, match=r"end_offsets: topic 'CF' has 2 queues \(0..1\); queue 2 is out of range"):
         pull_sequence(timed_store, "CF", end_offsets={"CF": {"2": 5}})
