@@ -110,8 +110,9 @@ def dumps_fastjson(value: Any, indent: str = "") -> str:
     if isinstance(value, dict):
         if not value:
             return "{}"
+        ordered = sorted(value.items(), key=lambda kv: (isinstance(kv[0], str), kv[0]))
         items = [(f"{k}" if isinstance(k, int) else json.dumps(k, ensure_ascii=False)) + ":"
-                 + dumps_fastjson(v, inner) for k, v in sorted(value.items(), key=lambda kv: (isinstance(kv[0], str), kv[0]))]
+                 + dumps_fastjson(v, inner) for k, v in ordered]
         return "{\n" + ",\n".join(inner + item for item in items) + "\n" + indent + "}"
     if isinstance(value, (list, tuple, set)):
         return "[" + ",".join(dumps_fastjson(v, inner) for v in value) + "]"
@@ -275,7 +276,8 @@ def apply_broker_config(tables: StoreTables, files: BrokerConfigFiles) -> Config
         rows = {t: {"topic": t, "read_queue_nums": c.read_queue_nums, "write_queue_nums": c.write_queue_nums,
                     "perm": c.perm, "topic_filter_type": c.topic_filter_type, "updated_at": int(time.time() * 1000)}
                 for t, c in files.topics.items()}
-        tables.rewrite_small(S.TOPICS, lambda old: ([r for r in old if r["topic"] not in rows] + list(rows.values()), None))
+        tables.rewrite_small(S.TOPICS, lambda old: (
+            [r for r in old if r["topic"] not in rows] + list(rows.values()), None))
         report.imported[TOPICS] = f"{len(rows)} topics (from {files.found[TOPICS]})"
     if CONSUMER_OFFSET in files.found:
         commit_consumer_offsets(tables, [(g, t, q, o) for (g, t, q), o in files.offsets.items()])
