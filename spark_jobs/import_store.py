@@ -3,12 +3,10 @@
     spark-submit spark_jobs/import_store.py --store /data/rf-store --source /data/broker/store
     spark-submit spark_jobs/import_store.py --store s3://bucket/rf --source s3://bucket/broker --skip-damaged
 
-``--source`` holds ``commitlog/`` and ``consumequeue/``, and usually the broker's ``config/``
-(consumerOffset.json, topics.json, subscriptionGroup.json, consumerFilter.json), imported too.
-Damage (bad magic code, truncated record, CRC mismatch, a consume-queue unit that disagrees with
-its record, a malformed config file) stops the import with one line naming the file and byte
-offset or entry, exit 2; ``--skip-damaged`` imports the rest and reports it, one line per config
-file. A missing source exits 1. There is never a traceback.
+``--source`` holds ``commitlog/`` and ``consumequeue/``. Damage (bad magic code, truncated record,
+CRC mismatch, a consume-queue unit that disagrees with its record) stops the import with one
+line naming the file and byte offset, exit 2; ``--skip-damaged`` imports the rest and reports it.
+A missing source exits 1. There is never a traceback.
 """
 import os
 import sys
@@ -22,7 +20,8 @@ from rocketfilter.cli import OneLineArgumentParser, guarded  # noqa: E402
 
 
 def _summary(report) -> str:
-    """One line of counts from the importer's report."""
+    """One line of counts from the importer's report, then one line per broker config file
+    (``config/consumerOffset.json``, ``topics.json``, ...): what it brought, or why it was skipped."""
     text = (f"imported {report.messages} messages from {report.commitlog_files} commit-log files,"
             f" {report.cq_units} consume-queue units from {report.consumequeue_files} files,"
             f" {len(report.topics)} topics")
@@ -30,12 +29,12 @@ def _summary(report) -> str:
         first = report.damaged[0]
         text += (f"; skipped {report.damaged_count} damaged items"
                  f" (first: {first.file}: byte {first.byte_offset}: {first.reason})")
-    return text
+    return "\n".join([text, *(report.config.lines() if report.config is not None else ())])
 
 
 def main(argv=None) -> int:
     parser = OneLineArgumentParser(prog="import_store.py",
-                                   description="Import a RocketMQ broker store (commitlog/, consumequeue/).")
+                                   description="Import a RocketMQ broker store (commitlog/, consumequeue/, config/).")
     parser.add_argument("--store", required=True, help="the rocketfilter store URI to import into (new or empty)")
     parser.add_argument("--source", required=True, help="the broker store directory or URI")
     parser.add_argument("--skip-damaged", action="store_true",
@@ -49,8 +48,6 @@ def main(argv=None) -> int:
         require_store_dir(args.source)  # before opening (creating) the target store
         report = MessageStore.open(args.store).import_store(args.source, skip_damaged=args.skip_damaged)
         print(_summary(report))
-        for line in report.config.lines() if report.config is not None else ():
-            print(line)
         return 0
 
     return guarded(parser.prog, run)
