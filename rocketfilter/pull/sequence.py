@@ -8,12 +8,13 @@ that single pulls use then runs per queue as a grouped Arrow UDF.
 """
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Any, Dict, Optional, Union
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from rocketfilter.checks import check_max_msg_nums
+from rocketfilter.offsets_spec import queue_offsets
 from rocketfilter.pull.batch import ENTRY_SCHEMA, PULL_SCHEMA
 from rocketfilter.pull.batch import pull_sequence as _pull_sequence
 from rocketfilter.pull.get_message import pull_limits
@@ -23,14 +24,19 @@ from rocketfilter.store import schema as S
 
 
 def pull_sequence(store, topic: str, message_filter=None, *, max_msg_nums: int = 32,
-                  start_offsets: Optional[Dict[int, int]] = None,
-                  end_offsets: Optional[Dict[int, int]] = None,
+                  start_offsets: Union[None, Dict[int, int], Any] = None,
+                  end_offsets: Union[None, Dict[int, int], Any] = None,
                   output: str = "entries") -> DataFrame:
     """Every delivered message of ``topic`` from ``start_offsets`` (default: each queue's min
     offset) to ``end_offsets`` (default: its max), with the pull number that delivered it and
     that pull's ``next_begin_offset`` and status. ``output="pulls"`` gives one row per pull; a
     readable queue that never received a message answers one NO_MESSAGE_IN_QUEUE pull, as a
     broker's getMessage does.
+
+    ``start_offsets`` and ``end_offsets`` are ``{queue_id: offset}`` dicts (a queue left out
+    starts at its min offset, ends at its max), or a spec as Spark's Kafka source takes it:
+    ``"earliest"``, ``"latest"``, a time (epoch ms, ISO-8601, datetime) or
+    ``{"TopicA": {"0": 23, "1": -2}}`` (see :mod:`rocketfilter.offsets_spec`).
 
     >>> from rocketfilter.pull.filter import ExpressionMessageFilter
     >>> f = ExpressionMessageFilter(build_subscription("T", "TagA"))       # doctest: +SKIP
@@ -44,6 +50,8 @@ def pull_sequence(store, topic: str, message_filter=None, *, max_msg_nums: int =
     if config is None and not queues:
         known = ", ".join(sorted(store.topics())) or "none"
         raise ValueError(f"topic {topic!r} does not exist in store {store.uri} (topics: {known})")
+    start_offsets = queue_offsets(store, topic, start_offsets, what="start_offsets")
+    end_offsets = queue_offsets(store, topic, end_offsets, end=True, what="end_offsets")
     readable = range(config.read_queue_nums) if config is not None else ()
     empty = sorted(set(readable) - set(queues))
     if not queues:

@@ -3,13 +3,16 @@
 The files are parsed and checked by :mod:`.importer` on the executors. Nothing is committed
 until the whole source validated (or, with ``skip_damaged``, until the damage is counted). The
 consume-queue units are imported as they are, then the CommitLog messages they do not cover yet
-are dispatched, as a broker's recovery re-puts the tail of its commit log.
+are dispatched, as a broker's recovery re-puts the tail of its commit log. The broker's
+``config/*.json`` files (committed offsets, topics, subscription groups, SQL92 filter data) are
+checked before anything is committed and applied last (:mod:`.config_files`).
 """
 from __future__ import annotations
 
 from pyspark.sql import functions as F
 
 from rocketfilter.store import schema as S
+from rocketfilter.store.config_files import apply_broker_config, read_broker_config
 from rocketfilter.store.dispatch import dispatch, write_consumequeue
 # StoreNotEmptyError is re-exported: callers import it from here.
 from rocketfilter.store.errors import StoreNotEmptyError
@@ -27,6 +30,7 @@ def import_store(tables: StoreTables, path: str, *, skip_damaged: bool = False):
     if tables.commitlog_state().next_commitlog_offset or tables.table(S.COMMITLOG).files():
         raise StoreNotEmptyError(f"store {tables.uri} already holds messages; import into a new store")
     scanned = scan_store(tables.spark, path, skip_damaged=skip_damaged)
+    configs = read_broker_config(path, skip_damaged=skip_damaged, broker_config=tables.broker_config)
     report = scanned.validate()
 
     for topic, queue_count in scanned.topics:
@@ -72,6 +76,7 @@ def import_store(tables: StoreTables, path: str, *, skip_damaged: bool = False):
                     custom_metadata=cq_state.to_metadata())
     scanned.unpersist()
     dispatch(tables)
+    report.config = apply_broker_config(tables, configs)
     return report
 
 

@@ -12,7 +12,7 @@ from typing import Dict, Iterable, List, Optional
 
 from rocketfilter.config import BrokerConfig, MessageStoreConfig, TopicConfig
 from rocketfilter.store import dispatch as _dispatch
-from rocketfilter.store import import_job, offsets, put, retention, topics
+from rocketfilter.store import import_job, offsets, offsets_by_time, put, retention, topics
 from rocketfilter.store.tables import StoreTables
 
 
@@ -78,6 +78,18 @@ class MessageStore(StoreTables):
     def query_consumer_offset(self, group: str, topic: str, queue_id: int) -> int:
         """The committed offset, or -1 when the group never committed one for this queue."""
         return offsets.query_consumer_offset(self, group, topic, queue_id)
+
+    def reset_offset_by_time(self, group: str, topic: str, timestamp_ms: int) -> Dict[int, int]:
+        """RocketMQ's admin ``resetOffsetByTime``: commit, for every read queue of ``topic``, the
+        offset of ``timestamp_ms``; returns them by queue. See :mod:`.offsets`."""
+        return offsets.reset_offset_by_time(self, group, topic, timestamp_ms)
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp_ms: int,
+                                    boundary_type: str = "LOWER") -> int:
+        """The queue offset of a store time (ms), as RocketMQ's ``getOffsetInQueueByTime`` with
+        ``BoundaryType`` LOWER or UPPER; see :mod:`.offsets_by_time`."""
+        return offsets_by_time.get_offset_in_queue_by_time(self, topic, queue_id, timestamp_ms,
+                                                           boundary_type)
 
     # --- the write path and its maintenance ------------------------------------------------
 
