@@ -215,6 +215,33 @@ def test_duplicates_and_unknown_consumers():
     assert group.heartbeats == ["B", "A", "B"]
 
 
+def test_a_consumer_that_leaves_takes_no_queue_but_its_subscription_stays():
+    group = ConsumerGroup("G")
+    group.add_consumer("A", {"T": "tagA"}, sub_version=1)
+    group.add_consumer("B", {"T": "tagB"}, sub_version=2)
+    group.remove_consumer("B")                 # unregisterChannel: B's tagB stays in the table
+    group.heartbeat("A")                       # A's older version does not replace it
+    assert group.consumer_ids() == ["A"] and group.departed == ["B"]
+    assert group.effective_subscriptions["T"].sub_string == "tagB"
+    assert list(group.group_info().clients) == ["A"]
+    assert ids(group.allocate("T", queues("T", 4))) == {"A": [0, 1, 2, 3]}
+    assert group.subscription_for_pull("A", "T").broker.sub_string == "tagB"
+    with pytest.raises(ValueError, match="'B' has left the group"):
+        group.subscription_for_pull("B", "T")
+    group.heartbeat("B")                       # B is back
+    assert group.departed == [] and ids(group.allocate("T", queues("T", 4))) == {"A": [0, 1], "B": [2, 3]}
+
+
+def test_the_last_consumer_leaving_clears_the_group():
+    group = ConsumerGroup("G", allocate_strategy="AVG_BY_CIRCLE")
+    group.add_consumer("A", {"T": "*"})
+    group.add_consumer("B", {"T": "*"})
+    group.remove_consumer("A")
+    group.remove_consumer("B")
+    assert (group.consumer_ids(), group.heartbeats, group.departed, group.effective_subscriptions) == ([], [], [], {})
+    assert group.allocate_strategy.get_name() == "AVG_BY_CIRCLE"
+
+
 # -- the package's own rules -------------------------------------------------------------------
 CONSUMER_DIR = Path(rocketfilter.consumer.__file__).parent
 
