@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame
 from rocketfilter.checks import check_max_msg_nums
 from rocketfilter.consumer.group import ConsumerGroup
 from rocketfilter.consumer.message_queue import MessageQueue
-from rocketfilter.pull.group_outcomes import LOST_SCHEMA, lost_messages, message_outcomes, outcome_counts
+from rocketfilter.pull.group_outcomes import LOST_REASONS, LOST_SCHEMA, lost_messages, message_outcomes, outcome_counts
 from rocketfilter.pull.group_plan import GroupPlan, plan_group_pulls, resolve_group
 from rocketfilter.pull.group_replay import REPLAY_COLUMNS, REPLAY_SCHEMA, group_deliveries
 from rocketfilter.store import schema as S
@@ -97,11 +97,11 @@ class GroupDiagnosis:
         return self._counts
 
     def lost_counts(self) -> Dict[str, int]:
-        """reason -> how many messages are lost for it."""
-        out: Dict[str, int] = {}
+        """reason -> how many messages are lost for it, in :data:`LOST_REASONS` order."""
+        out = {reason: 0 for reason in LOST_REASONS}
         for (_, reason, _), (n, _) in self.counts()["lost"].items():
-            out[reason] = out.get(reason, 0) + n
-        return out
+            out[reason] += n
+        return {reason: n for reason, n in out.items() if n}
 
     def consumed_counts(self) -> Dict[str, int]:
         """client id -> how many messages it consumes (every consumer, 0 included)."""

@@ -254,6 +254,20 @@ def test_consumer_never_imports_pull(path):
     assert not [n for n in names if n.startswith("rocketfilter.pull")]
 
 
+def test_importing_the_package_loads_neither_pull_nor_the_store_and_hands_out_the_replay_lazily():
+    import subprocess
+    import sys
+
+    code = ("import sys, rocketfilter.consumer as c; "
+            "print(sorted(m for m in sys.modules if m.startswith(('rocketfilter.pull', 'rocketfilter.store')))); "
+            "f = c.replay_group; print(f.__module__, 'rocketfilter.pull.group_replay' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=Path(rocketfilter.consumer.__file__).parents[2])
+    assert done.stdout.splitlines() == ["[]", "rocketfilter.pull.group_replay True"], done.stderr
+    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+        rocketfilter.consumer.nope   # noqa: B018
+
+
 @pytest.mark.parametrize("name", [m.name for m in pkgutil.iter_modules([str(CONSUMER_DIR)])])
 def test_docstring_examples_run(name):
     module = importlib.import_module(f"rocketfilter.consumer.{name}")
