@@ -36,8 +36,8 @@ def _common(parser: argparse.ArgumentParser, topic_required: bool) -> None:
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--group-file", metavar="FILE", help="a group file (.json, .yaml, .yml)")
     which.add_argument("--group", metavar="NAME", help="a group stored in the store (save_group, or heartbeats)")
-    parser.add_argument("--topic", required=topic_required,
-                        help="the topic" + ("" if topic_required else " (default: every topic the consumers subscribe)"))
+    every = "" if topic_required else " (default: every topic the consumers subscribe)"
+    parser.add_argument("--topic", required=topic_required, help="the topic" + every)
     parser.add_argument("--max-msg-nums", type=_positive_int, default=32, help="messages per pull (default 32)")
 
 

@@ -173,7 +173,8 @@ def test_sql92_is_refused_when_the_broker_does_not_filter_by_properties(spark, s
                                                                          enable_property_filter=False))
     group = ConsumerGroup("GID_sql_off")
     group.add_consumer("A", {MIXED: ("a > 4", "SQL92")})
-    with pytest.warns(UserWarning, match="SYSTEM_ERROR: The broker does not support consumer to filter message by SQL92"):
+    refused = "SYSTEM_ERROR: The broker does not support consumer to filter message by SQL92"
+    with pytest.warns(UserWarning, match=refused):
         assert replay_group(off, group, MIXED).count() == 0
 
 
