@@ -2,18 +2,22 @@
 
 A thin facade: the tables and their state are :class:`~rocketfilter.store.tables.StoreTables`,
 and each operation lives in its own module that takes the tables (:mod:`.topics`,
-:mod:`.offsets`, :mod:`.put`, :mod:`.dispatch`, :mod:`.retention`, :mod:`.import_job`). Only
+:mod:`.offsets`, :mod:`.groups`, :mod:`.put`, :mod:`.dispatch`, :mod:`.retention`,
+:mod:`.import_job`). Only
 ``get_message`` reaches up into :mod:`rocketfilter.pull`, lazily, because RocketMQ users expect
 ``getMessage`` on a message store.
 """
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Optional
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional
 
 from rocketfilter.config import BrokerConfig, MessageStoreConfig, TopicConfig
 from rocketfilter.store import dispatch as _dispatch
-from rocketfilter.store import import_job, offsets, offsets_by_time, put, retention, topics
+from rocketfilter.store import groups, import_job, offsets, offsets_by_time, put, retention, topics
 from rocketfilter.store.tables import StoreTables
+
+if TYPE_CHECKING:
+    from rocketfilter.consumer.group import ConsumerGroup
 
 
 class MessageStore(StoreTables):
@@ -90,6 +94,34 @@ class MessageStore(StoreTables):
         ``BoundaryType`` LOWER or UPPER; see :mod:`.offsets_by_time`."""
         return offsets_by_time.get_offset_in_queue_by_time(self, topic, queue_id, timestamp_ms,
                                                            boundary_type)
+
+    # --- consumer groups --------------------------------------------------------------------
+
+    def save_group(self, group: "ConsumerGroup") -> None:
+        """Store a ``ConsumerGroup`` (its settings, consumers, subscriptions and heartbeat order),
+        replacing the store's group of that name; see :mod:`.groups`."""
+        groups.save_group(self, group)
+
+    def load_group(self, name: str) -> "ConsumerGroup":
+        """The stored group ``name``; ValueError when the store has none of that name."""
+        return groups.load_group(self, name)
+
+    def list_groups(self) -> List[str]:
+        """The names of the stored groups, sorted."""
+        return groups.list_groups(self)
+
+    def record_heartbeat(self, group: str, client_id: str, subscriptions, *, message_model: str = "CLUSTERING",
+                         consume_from_where: str = "CONSUME_FROM_LAST_OFFSET",
+                         post_subscription_when_pull: Optional[bool] = None) -> bool:
+        """Record a consumer's heartbeat in its stored group (the Broker calls it on every
+        ``register_consumer``); see :func:`rocketfilter.store.groups.record_heartbeat`."""
+        return groups.record_heartbeat(self, group, client_id, subscriptions, message_model=message_model,
+                                       consume_from_where=consume_from_where,
+                                       post_subscription_when_pull=post_subscription_when_pull)
+
+    def record_unregister(self, group: str, client_id: str) -> bool:
+        """Record that a consumer left its group (the Broker's ``unregister_consumer``)."""
+        return groups.record_unregister(self, group, client_id)
 
     # --- the write path and its maintenance ------------------------------------------------
 
