@@ -19,6 +19,7 @@ from rocketfilter.store import schema as S
 from rocketfilter.store.errors import StoreDamagedError
 from rocketfilter.store.retry import retry_on_conflict
 from rocketfilter.store.state import DISPATCH_APP_ID, ConsumeQueueState
+from rocketfilter.store.sub_bits import bits_column, plan_slots
 from rocketfilter.store.tables import StoreTables
 from rocketfilter.tags import tags_code_column
 
@@ -35,31 +36,38 @@ class DispatchReport:
     queues: Dict[str, Dict[int, list]]
 
 
-def consumequeue_rows(tables: StoreTables, commitlog_rows: DataFrame) -> DataFrame:
-    """CommitLog rows -> ConsumeQueue rows, with the filter bitmap when it is enabled."""
-    bitmap = _bitmap_column(tables, [r[0] for r in commitlog_rows.select("topic").distinct().collect()]) \
-        if _bitmaps_on(tables) else None
-    return commitlog_rows.select(
+def consumequeue_rows(tables: StoreTables, commitlog_rows: DataFrame,
+                      slots: Optional[Dict[str, Dict[str, dict]]] = None) -> DataFrame:
+    """CommitLog rows -> ConsumeQueue rows, with the filter bitmap when it is enabled and the
+    exact subscription bits of ``slots`` (:mod:`.sub_bits`) when the table has the column."""
+    promoted = tables.promoted_properties()
+    bitmap = _bitmap_column(tables, [r[0] for r in commitlog_rows.select("topic").distinct().collect()],
+                            promoted) if _bitmaps_on(tables) else None
+    # The tag code once, in its own projection: the TAG bits test it again.
+    rows = commitlog_rows.withColumn("tags_code", tags_code_column("tags"))
+    columns = [
         "topic", "queue_id", "queue_offset", "commitlog_offset",
-        F.col("store_size").alias("size"),
-        tags_code_column("tags").alias("tags_code"),
-        "store_timestamp",
+        F.col("store_size").alias("size"), "tags_code", "store_timestamp",
         (bitmap if bitmap is not None else F.lit(None).cast("binary")).alias("filter_bitmap"),
-    )
+    ]
+    if S.SUB_BITS in tables.consumequeue.schema.fieldNames():
+        bits = bits_column(slots or {}, promoted)
+        columns.append((bits if bits is not None else F.lit(None).cast("bigint")).alias(S.SUB_BITS))
+    return rows.select(*columns)
 
 
 def _bitmaps_on(tables: StoreTables) -> bool:
     return bool(getattr(tables.broker_config, "enable_calc_filter_bit_map", False))
 
 
-def _bitmap_column(tables: StoreTables, topics: List[str]):
+def _bitmap_column(tables: StoreTables, topics: List[str], promoted: Dict[str, str]):
     """One CASE over topics of each topic's bitmap Column (§10.4); None when no group filters."""
     from rocketfilter.store.bitmap import calc_bitmap_column
 
     manager = tables.filter_manager
     branches = None
     for topic in topics:
-        column = calc_bitmap_column(manager.filter_datas(topic), manager.bloom, "properties")
+        column = calc_bitmap_column(manager.filter_datas(topic), manager.bloom, "properties", promoted)
         if column is None:
             continue
         branches = (F.when(F.col("topic") == topic, column) if branches is None
@@ -73,6 +81,8 @@ def write_consumequeue(tables: StoreTables, rows: DataFrame, n_rows: int) -> lis
     two files."""
     per_file = tables.config.consume_queue_rows_per_file
     parts = max(1, math.ceil(n_rows / per_file))
+    if S.SUB_BITS in tables.consumequeue.schema.fieldNames() and S.SUB_BITS not in rows.columns:
+        rows = rows.withColumn(S.SUB_BITS, F.lit(None).cast("bigint"))  # imported units: no bits
     ordered = (rows.repartitionByRange(parts, "topic", "queue_id", "queue_offset")
                .sortWithinPartitions("topic", "queue_id", "queue_offset"))
     return tables.consumequeue.write(ordered, max_rows_per_file=per_file, split_on=("topic", "queue_id"),
@@ -91,7 +101,7 @@ def _merge_queues(state: ConsumeQueueState, ranges: List) -> ConsumeQueueState:
                 f"topic {topic!r} queue {queue_id}: new entries cover offsets {lo}..{hi} ({n} rows) "
                 f"but the ConsumeQueue ends at {expected}")
         queues[topic][queue_id] = [old[0] if old else lo, hi + 1]
-    return ConsumeQueueState(state.dispatched, queues)
+    return ConsumeQueueState(state.dispatched, queues, state.bits)
 
 
 def dispatch(tables: StoreTables, *, to_commitlog_offset: Optional[int] = None) -> DispatchReport:
@@ -107,6 +117,9 @@ def dispatch(tables: StoreTables, *, to_commitlog_offset: Optional[int] = None) 
             end = min(end, to_commitlog_offset)
         if end <= state.dispatched:
             return DispatchReport(0, state.dispatched, state.dispatched, state.queues)
+        slots = plan_slots(tables, state)
+        if slots and S.SUB_BITS not in cq.schema.fieldNames():
+            version = cq.add_columns([S.SUB_BITS_FIELD], expected_version=version)
         where = [("commitlog_offset", ">=", state.dispatched), ("commitlog_offset", "<", end)]
         files = tables.commitlog.files(where)
         missing = tables.commitlog.missing_files(files)
@@ -119,9 +132,9 @@ def dispatch(tables: StoreTables, *, to_commitlog_offset: Optional[int] = None) 
                        F.count(F.lit(1)).alias("n"))
                   .collect())
         merged = _merge_queues(state, ranges)
-        merged.dispatched = end
+        merged.dispatched, merged.bits = end, slots
         n_rows = sum(int(r["n"]) for r in ranges)
-        adds = write_consumequeue(tables, consumequeue_rows(tables, new), n_rows) if n_rows else []
+        adds = write_consumequeue(tables, consumequeue_rows(tables, new, slots), n_rows) if n_rows else []
         cq.commit(adds, expected_version=version, app_transaction=(DISPATCH_APP_ID, end),
                   custom_metadata=merged.to_metadata())
         return DispatchReport(n_rows, state.dispatched, end, merged.queues)

@@ -24,6 +24,8 @@ from pyspark.sql import types as T
 from rocketfilter.message import properties_to_string_column, string_to_properties_column
 from rocketfilter.store import schema as S
 from rocketfilter.store.dispatch import dispatch
+from rocketfilter.store.promote import promote_configured
+from rocketfilter.store.promoted import with_promoted
 from rocketfilter.store.put_input import INPUT_SCHEMA, PutMessageError, as_dict, conform, messages_from_list
 from rocketfilter.store.retry import retry_on_conflict
 from rocketfilter.store.state import CommitLogState
@@ -294,6 +296,7 @@ def put_messages(tables: StoreTables, messages):
         raise PutMessageError(f"{missing} message(s) have no topic (column 'topic' is null); "
                               "nothing was written")
     queue_nums = _check_topics(tables, _wanted((r["topic"], r["queue_id"]) for r in counts))
+    promote_configured(tables)
 
     def attempt():
         table = tables.table(S.COMMITLOG)
@@ -304,7 +307,8 @@ def put_messages(tables: StoreTables, messages):
         out = T.StructType(prepared.schema.fields + [T.StructField("queue_offset", T.LongType()),
                                                      T.StructField("commitlog_offset", T.LongType())])
         assigned = prepared.mapInArrow(_assigner(plan), out)
-        adds = table.write(_finish(assigned, store_host, now),
+        # The promoted columns the table has now (a retry after a promote sees the new ones).
+        adds = table.write(with_promoted(_finish(assigned, store_host, now), table.schema),
                            row_group_rows=tables.config.commit_log_row_group_rows)
         table.commit(adds, expected_version=version, custom_metadata=new_state.to_metadata())
         return state.next_commitlog_offset, new_state.next_commitlog_offset
