@@ -52,6 +52,15 @@ def build_parser(prog: str = "rocketfilter") -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="filter ten sample messages by tag and by SQL92")
     add_demo_arguments(demo)
     demo.set_defaults(handler=demo_command)
+
+    from rocketfilter.jobs.maintenance import (add_backfill_arguments, add_promote_arguments,
+                                               backfill_command, promote_command)
+    promote = commands.add_parser("promote", help="parse properties once: typed CommitLog columns")
+    add_promote_arguments(promote)
+    promote.set_defaults(handler=promote_command)
+    backfill = commands.add_parser("backfill", help="compute exact subscription bits for history")
+    add_backfill_arguments(backfill)
+    backfill.set_defaults(handler=backfill_command)
     return parser
 
 

@@ -104,7 +104,7 @@ def promote(tables: StoreTables, names: Sequence[str], *, rewrite: bool = True) 
         version = table.version()
         fields = new_fields(table.schema, names)
         wanted = [f.metadata["rocketfilter.property"] for f in fields]
-        report.already = [n for n in names if n not in wanted]
+        report.already = [n for n in names if n not in wanted + report.promoted]
         if not fields:
             break
         files = [f for f in table.files() if _name(f.path) not in done]
