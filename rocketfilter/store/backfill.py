@@ -56,7 +56,7 @@ def backfill(tables: StoreTables, topics: Optional[Sequence[str]] = None) -> dic
             .otherwise(F.col(S.SUB_BITS))
         out = rows.select(*[bits.alias(c) if c == S.SUB_BITS else F.col(c)
                             for c in cq.schema.fieldNames()])
-        adds = write_consumequeue(tables, out, n)
+        adds = cq._adds(write_consumequeue(tables, out, n), True)
         state.bits = {**state.bits, **{t: {k: {"slot": v["slot"], "from": {}} for k, v in plan[t].items()}
                                        for t in targets}}
         try:

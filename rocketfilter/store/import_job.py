@@ -73,7 +73,7 @@ def import_store(tables: StoreTables, path: str, *, skip_damaged: bool = False):
     n_units = sum(int(r["n"]) for r in ranges)
     cq_table = tables.table(S.CONSUMEQUEUE)
     cq_version = cq_table.version()
-    adds = write_consumequeue(tables, cq, n_units) if n_units else []
+    adds = cq_table._adds(write_consumequeue(tables, cq, n_units), True) if n_units else []
     cq_table.commit(adds, expected_version=cq_version, app_transaction=(DISPATCH_APP_ID, dispatched),
                     custom_metadata=cq_state.to_metadata())
     scanned.unpersist()
