@@ -31,6 +31,7 @@ from rocketfilter.tags import build_subscription, is_tag_type, tag_code_predicat
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 _OR_LIMIT = 16   # more queues than this: the range test is a map lookup, not an OR chain
+BROADCAST_ENTRIES = 20_000_000   # ~160 MB of offsets at most in a broadcast hash
 
 Ranges = Dict[int, Tuple[int, int]]
 
@@ -121,10 +122,19 @@ def _commitlog(store, topic: str, ranges: Ranges) -> DataFrame:
 def _through_consume_queue(store, topic: str, ranges: Ranges, cq_match: Column,
                            rows: DataFrame) -> DataFrame:
     """``rows`` (CommitLog) restricted to the entries of ``ranges`` that ``cq_match`` passes
-    and the CommitLog still holds (retention removes a prefix)."""
-    present = F.col("commitlog_offset") >= F.lit(store.commitlog_state().min_commitlog_offset)
-    entries = (store.consumequeue.read(store.spark, where=[("topic", "=", topic)])
-               .where(_range_column(ranges) & cq_match & present).select("commitlog_offset"))
+    and the CommitLog still holds (retention removes a prefix). The entries' offsets are
+    broadcast (a hash of longs) unless there may be more than ``BROADCAST_ENTRIES``."""
+    lowest = store.commitlog_state().min_commitlog_offset
+    queues = store.consumequeue_state().queues.get(topic, {})
+    entries = store.consumequeue.read(store.spark, where=[("topic", "=", topic)])
+    cond = cq_match
+    if any(ranges.get(q) != (lo, hi) for q, (lo, hi) in queues.items()) or any(lo for lo, _ in queues.values()):
+        cond = cond & _range_column(ranges)   # the whole of every queue needs no range test
+    if lowest:
+        cond = cond & (F.col("commitlog_offset") >= F.lit(lowest))
+    entries = entries.where(cond).select("commitlog_offset")
+    if sum(e - s for s, e in ranges.values()) <= BROADCAST_ENTRIES:
+        entries = F.broadcast(entries)
     return rows.join(entries, "commitlog_offset", "left_semi")
 
 

@@ -29,8 +29,8 @@ from pyspark.sql.types import StructField, StructType
 
 from rocketfilter.store import delta_write
 # DeltaSchemaError is re-exported: code imports it from this module.
-from rocketfilter.store.delta_schema import (DeltaSchemaError, ExtraColumns, add_columns,  # noqa: F401
-                                             check_schema, schema_json)
+from rocketfilter.store.delta_schema import (DeltaSchemaError, ExtraColumns,  # noqa: F401
+                                             add_columns_at, check_schema)
 # Also re-exported: code imports FileStats, _where_column and _file_uri from this module.
 from rocketfilter.store.delta_stats import (FileStats, TableFiles, _check_where, _file_uri,
                                             _where_column)
@@ -206,26 +206,9 @@ class Table(delta_write.TableWriter, TableFiles):
 
     def add_columns(self, fields: Sequence[StructField], *, expected_version: int,
                     operation: str = "ADD COLUMNS") -> int:
-        """Add nullable ``fields`` (which ``extra`` must accept) in a metadata-only commit on
-        exactly ``expected_version``; ConcurrentCommitError when another commit landed first.
-        Files written before read the new columns as null. Returns the new version.
-
-        >>> t.add_columns([StructField("sub_bits", LongType())], expected_version=t.version())  # doctest: +SKIP
-        """
-        self._check_writable()
-        wanted = StructType(self.schema.fields + list(fields))
-        check_schema(wanted, self.base_schema, self.extra, self.uri)
-        if self.version() != expected_version:
-            self.refresh()
-        if self.version() != expected_version:
-            raise ConcurrentCommitError(self.uri, expected_version, self.version())
-        try:
-            add_columns(self._dt, fields, {COMMIT_ID_KEY: uuid.uuid4().hex, OPERATION_KEY: operation})
-        except CommitFailedError as exc:
-            self.refresh()
-            raise ConcurrentCommitError(self.uri, expected_version, self.version(), str(exc)) from exc
-        self.refresh()
-        return expected_version + 1
+        """Add nullable ``fields`` (``extra`` must accept them) in a metadata-only commit on
+        exactly ``expected_version``; see :func:`.delta_schema.add_columns_at`."""
+        return add_columns_at(self, fields, expected_version, operation)
 
     # ---- the snapshot ----------------------------------------------------------------------
     def version(self) -> int:

@@ -14,7 +14,6 @@ differs is refused, naming the difference.
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Callable, Optional, Sequence
 
 from pyspark.sql.types import ArrayType, DataType, LongType, MapType, StructField, StructType  # noqa: F401
@@ -66,14 +65,34 @@ def delta_fields(fields: Sequence[StructField]) -> list:
     return list(Schema.from_json(StructType(list(fields)).json()).fields)
 
 
-def add_columns(dt, fields: Sequence[StructField], metadata: dict) -> None:
-    """A metadata-only commit adding ``fields`` on the loaded version of ``dt`` exactly (no
-    retry): raises ``deltalake.exceptions.CommitFailedError`` when another commit landed."""
+def add_columns_at(table, fields: Sequence[StructField], expected_version: int,
+                   operation: str) -> int:
+    """Add nullable ``fields`` to ``table`` (a :class:`~rocketfilter.store.delta.Table`, whose
+    ``extra`` must accept them) in a metadata-only commit on exactly ``expected_version`` (no
+    retry); ConcurrentCommitError when another commit landed first. Files written before read
+    the new columns as null. Returns the new version.
+
+    >>> table.add_columns([StructField("sub_bits", LongType())], expected_version=table.version())  # doctest: +SKIP
+    """
+    import uuid
+
     from deltalake import CommitProperties
+    from deltalake.exceptions import CommitFailedError
 
-    dt.alter.add_columns(delta_fields(fields),
-                         commit_properties=CommitProperties(metadata, max_commit_retries=0))
+    from rocketfilter.store.delta import COMMIT_ID_KEY, OPERATION_KEY, ConcurrentCommitError
 
-
-def schema_json(dt) -> StructType:
-    return StructType.fromJson(json.loads(dt.schema().to_json()))
+    table._check_writable()
+    check_schema(StructType(table.schema.fields + list(fields)), table.base_schema, table.extra, table.uri)
+    if table.version() != expected_version:
+        table.refresh()
+    if table.version() != expected_version:
+        raise ConcurrentCommitError(table.uri, expected_version, table.version())
+    meta = {COMMIT_ID_KEY: uuid.uuid4().hex, OPERATION_KEY: operation}
+    try:
+        table._dt.alter.add_columns(delta_fields(fields),
+                                    commit_properties=CommitProperties(meta, max_commit_retries=0))
+    except CommitFailedError as exc:
+        table.refresh()
+        raise ConcurrentCommitError(table.uri, expected_version, table.version(), str(exc)) from exc
+    table.refresh()
+    return expected_version + 1

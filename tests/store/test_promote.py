@@ -67,3 +67,15 @@ def test_a_foreign_column_is_refused(spark, tmp_path):
     DeltaTable(s.commitlog.uri).alter.add_columns([Field("extra", PrimitiveType("string"))])
     with pytest.raises(DeltaSchemaError, match="unexpected \\['extra'\\]"):
         MessageStore.open(str(tmp_path / "s"), spark)
+
+
+def test_the_most_frequent_user_properties_per_topic(spark):
+    from rocketfilter.store.promoted import frequent_user_properties
+
+    df = spark.createDataFrame(
+        [("A", {"UNIQ_KEY": "u", "x": "1", "y": "2"}), ("A", {"UNIQ_KEY": "u", "x": "1"}),
+         ("B", {"z": "1", "y": "2"}), ("B", {"z": "1"})],
+        "topic string, properties map<string,string>")
+    assert frequent_user_properties(df, 1) == ["x", "z"]      # UNIQ_KEY is RocketMQ's own
+    assert sorted(frequent_user_properties(df, 2)) == ["x", "y", "z"]
+    assert frequent_user_properties(df, 0) == []
