@@ -10,7 +10,8 @@ for exact subscription bits before the put, then counts the messages the subscri
 0. today's way: ``parse(SELECTOR).to_column("properties")`` over the CommitLog files;
 1. ``read_messages`` over the raw properties map (``promoted=False, bits=False``);
 2. ``read_messages`` over the promoted columns (``bits=False``);
-3. ``read_messages`` through the registered subscription's bits;
+3. ``read_messages`` through the registered subscription's bits (``promoted=False``: with every
+   property promoted it would rather use the promoted columns, which are cheaper here);
 4. DuckDB and 5. Polars running the hand-written predicate on the same parquet files
    (``pip install -e ".[bench]"``), with as many threads as Spark has cores.
 
@@ -102,7 +103,9 @@ def ways(spark, store):
         "(0) today: compiled Column over the map": lambda: frame.where(today).count(),
         "(1) read_messages, raw map": lambda: read(promoted=False, bits=False).count(),
         "(2) read_messages, promoted": lambda: read(bits=False).count(),
-        "(3) read_messages, group bits": lambda: read().count(),
+        # With every property promoted read_messages prefers the promoted columns; without
+        # them (as over a map-only store) it takes the group's bits.
+        "(3) read_messages, group bits": lambda: read(promoted=False).count(),
     }
     try:
         import duckdb

@@ -27,46 +27,58 @@ QUEUES = 4
 CQ_FILE_UNITS = 300_000
 
 
+def _record(n: int, queue_offset: int, commitlog_offset: int) -> bytes:
+    """Message ``n``: every message has the same size, so each file can be written on its own."""
+    from rocketfilter.store.records import encode_record
+
+    return encode_record(
+        topic=TOPIC, queue_id=n % QUEUES, queue_offset=queue_offset, commitlog_offset=commitlog_offset,
+        body=f"{n:020d}".encode() * 10,
+        properties={"TAGS": f"Tag{n % 5}", "age": f"{n % 21:02d}", "name": f"user-{n % 997:03d}",
+                    "region": ("eu", "us", "ap")[n % 3], "UNIQ_KEY": f"{n:032X}"},
+        born_timestamp=1_700_000_000_000 + n, store_timestamp=1_700_000_000_000 + n)
+
+
+def _write_file(job: tuple) -> None:
+    """Commit-log file ``i``: its records, the end-of-file blank, zeros to the file size."""
+    root, i, per_file, size, file_bytes = job
+    start = i * file_bytes
+    with open(Path(root) / "commitlog" / f"{start:020d}", "wb") as f:
+        for k in range(per_file):
+            n = i * per_file + k
+            f.write(_record(n, n // QUEUES, start + k * size))
+        used = per_file * size
+        from rocketfilter.store.records import encode_blank
+
+        f.write(encode_blank(file_bytes - used) + bytes(file_bytes - used - 8))
+
+
 def generate(root: Path, total_bytes: int, file_bytes: int) -> int:
-    """Write the broker store; return the number of messages."""
-    from rocketfilter.store.records import encode_blank, encode_cq_unit, encode_record
+    """Write the broker store (commit-log files in parallel processes); return the messages."""
+    from multiprocessing import Pool
+
+    from rocketfilter.store.records import encode_cq_unit
     from rocketfilter.tags import tags_code
 
     (root / "commitlog").mkdir(parents=True)
-    cq = {q: bytearray() for q in range(QUEUES)}
-    offset, n, queue_offsets = 0, 0, [0] * QUEUES
-    while offset < total_bytes:
-        start = offset
-        with open(root / "commitlog" / f"{start:020d}", "wb") as f:
-            used = 0
-            while True:
-                q = n % QUEUES
-                tags = f"Tag{n % 5}"
-                record = encode_record(
-                    topic=TOPIC, queue_id=q, queue_offset=queue_offsets[q], commitlog_offset=offset,
-                    body=(str(n).encode() * 40)[:200],
-                    properties={"TAGS": tags, "age": str(n % 21), "name": f"user-{n % 997}",
-                                "region": ("eu", "us", "ap")[n % 3], "UNIQ_KEY": f"{n:032X}"},
-                    born_timestamp=1_700_000_000_000 + n, store_timestamp=1_700_000_000_000 + n)
-                if used + len(record) + 8 > file_bytes:
-                    break
-                f.write(record)
-                cq[q] += encode_cq_unit(offset, len(record), tags_code(tags))
-                queue_offsets[q] += 1
-                used += len(record)
-                offset += len(record)
-                n += 1
-            f.write(encode_blank(file_bytes - used))
-            f.write(bytes(file_bytes - used - 8))
-        offset = start + file_bytes
-    for q, units in cq.items():
+    size = len(_record(0, 0, 0))
+    per_file = (file_bytes - 8) // size
+    files = max(1, -(-total_bytes // file_bytes))
+    with Pool(4) as pool:
+        pool.map(_write_file, [(str(root), i, per_file, size, file_bytes) for i in range(files)])
+    n = files * per_file
+    for q in range(QUEUES):
+        units = bytearray()
+        for m in range(q, n, QUEUES):
+            i, k = divmod(m, per_file)
+            units += encode_cq_unit(i * file_bytes + k * size, size, tags_code(f"Tag{m % 5}"))
         directory = root / "consumequeue" / TOPIC / str(q)
         directory.mkdir(parents=True)
         step = CQ_FILE_UNITS * 20
-        for i in range(0, len(units), step):
-            with open(directory / f"{i:020d}", "wb") as f:
-                f.write(units[i:i + step])
-                f.write(bytes(step - len(units[i:i + step])))
+        for start in range(0, len(units), step):
+            chunk = units[start:start + step]
+            with open(directory / f"{start:020d}", "wb") as f:
+                f.write(chunk + bytes(step - len(chunk)))
     return n
 
 

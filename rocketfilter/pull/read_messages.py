@@ -11,8 +11,10 @@ some pull. So the delivered set is a filter:
   that topic is read through its ConsumeQueue.
 * SQL92: the compiled selector, on the promoted columns where the store has them.
 * A SQL92 subscription that owns a slot of exact subscription bits over the whole range
-  (:mod:`rocketfilter.store.sub_bits`): the ConsumeQueue's bit, then the CommitLog rows it
-  selects; no property is read at all.
+  (:mod:`rocketfilter.store.sub_bits`) and reads a property that is not promoted: the
+  ConsumeQueue's bit, then the CommitLog rows it selects (a broadcast semi-join); no property
+  is read at all. Where every property it reads is promoted, the selector over those columns
+  is cheaper than that join, so it is used instead.
 
 Only the CommitLog files that the topic's and the queues' offset statistics allow are read.
 
@@ -175,11 +177,13 @@ def read_messages(store, topic: str, subscription: str, expression_type: str = "
     columns = S.COMMITLOG_SCHEMA.fieldNames()
     rows = _commitlog(store, topic, ranges)
     if sql:
+        mapping = store.promoted_properties() if promoted else {}
+        # Bits replace the selector, but their join back to the CommitLog costs more than a
+        # selector over promoted columns (bench/bulk_filter.py): bits only when the map is read.
         slot = usable(store, topic, subscription_key(sub), {q: s for q, (s, _) in ranges.items()}) \
-            if bits else None
+            if bits and not all(p in mapping for p in selector.properties) else None
         if slot is not None:
             return _through_consume_queue(store, topic, ranges, bit(slot), rows).select(*columns)
-        mapping = store.promoted_properties() if promoted else None
         return rows.where(selector.to_column("properties", promoted=mapping)).select(*columns)
     exact = rows.where(tag_exact_predicate(sub, "tags"))
     if topic == SCHEDULE_TOPIC and not sub.is_sub_all:

@@ -134,8 +134,9 @@ def test_bits_answer_like_the_selector(store):
         key = bits.subscription_key(sub)
         if key is not None:
             assert bits.usable(store, TOPIC, key, {0: 0, 1: 0, 2: 0}) is not None, subscription
-        start = {0: 17, 2: 40}
-        assert sorted(_read(store, subscription, expression_type, start=start)) == \
-            sorted(_read(store, subscription, expression_type, start=start, bits=False)), subscription
+        start = {0: 17, 2: 40}   # promoted=False: the bits decide, not the promoted column
+        assert sorted(_read(store, subscription, expression_type, start=start, promoted=False)) == \
+            sorted(_read(store, subscription, expression_type, start=start, promoted=False, bits=False)), \
+            subscription
     plan = store.consumequeue.read(store.spark).agg(F.count("sub_bits")).first()[0]
     assert plan == store.consumequeue.read(store.spark).count()   # every entry has its bits
