@@ -1,8 +1,9 @@
-"""rocketfilter: RocketMQ's message filtering on Spark and Delta (see README.md).
+"""rocketfilter: Apache RocketMQ's message filtering on Spark and Delta (see README.md).
 
-Importing the package imports nothing heavy; the group functions below load on first use.
+Importing the package imports nothing heavy (no Spark); the functions below load on first use.
 """
-_LAZY = {"replay_group": "rocketfilter.pull.group_replay", "diagnose_group": "rocketfilter.pull.group_diagnosis",
+_LAZY = {"read_messages": "rocketfilter.pull.read_messages",
+         "replay_group": "rocketfilter.pull.group_replay", "diagnose_group": "rocketfilter.pull.group_diagnosis",
          "GroupDiagnosis": "rocketfilter.pull.group_diagnosis", "ConsumerGroup": "rocketfilter.consumer.group"}
 __all__ = sorted(_LAZY)
 

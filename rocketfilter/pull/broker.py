@@ -150,7 +150,22 @@ class Broker:
             if record is not None:
                 record(group, client_id, subs, message_model=message_model, consume_from_where=consume_from_where,
                        post_subscription_when_pull=post_subscription_when_pull)
+            if self.broker_config.enable_calc_subscription_bits:
+                self._register_bits(group, info)
             return changed
+
+    def _register_bits(self, group: str, info: ConsumerGroupInfo) -> None:
+        """The group's effective subscriptions become exact subscription bits of the store
+        (``enableCalcSubscriptionBits``); one that RocketMQ would refuse at pull time is left out."""
+        register = getattr(self.store, "register_subscription_bits", None)
+        if register is None:
+            return
+        for topic in list(info.subscription_table):
+            sub = info.find_subscription_data(topic)
+            try:
+                register(group, topic, sub.sub_string, sub.expression_type, sub.sub_version)
+            except ValueError:
+                pass  # a selector that does not compile: its pulls fail FILTER_DATA_NOT_EXIST
 
     def unregister_consumer(self, group: str, client_id: str) -> None:
         """A client leaves; when it was the group's last, the group's filter data dies."""

@@ -109,6 +109,26 @@ SCHEMAS = {
     CONSUMER_GROUPS: CONSUMER_GROUPS_SCHEMA,
 }
 
+# The ConsumeQueue's exact subscription bits (rocketfilter.store.sub_bits): bit i is the broker's
+# decision for the topic's slot i. Added by a schema change when the first slot is needed.
+SUB_BITS = "sub_bits"
+SUB_BITS_FIELD = _f(SUB_BITS, LongType())
+
+
+def is_sub_bits_field(field: StructField) -> bool:
+    return field.name == SUB_BITS and isinstance(field.dataType, LongType)
+
+
+def _is_promoted_field(field: StructField) -> bool:
+    from rocketfilter.store.promoted import is_promoted_field
+
+    return is_promoted_field(field)
+
+
+# Trailing columns a table may have beyond its schema above (see delta_schema.check_schema):
+# the CommitLog's promoted properties (rocketfilter.store.promoted) and the bits.
+EXTRA_COLUMNS = {COMMITLOG: _is_promoted_field, CONSUMEQUEUE: is_sub_bits_field}
+
 # Columns whose per-file min/max the store writes and prunes on.
 STATS_COLUMNS = {
     COMMITLOG: ("commitlog_offset", "topic", "queue_id", "queue_offset", "store_timestamp"),

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Dict, Iterable, List, Optional
 
 from rocketfilter.config import BrokerConfig, MessageStoreConfig, TopicConfig
 from rocketfilter.store import dispatch as _dispatch
-from rocketfilter.store import groups, import_job, offsets, offsets_by_time, put, retention, topics
+from rocketfilter.store import backfill as _backfill
+from rocketfilter.store import groups, import_job, offsets, offsets_by_time, put, retention, sub_bits, topics
+from rocketfilter.store import promote as _promote
 from rocketfilter.store.tables import StoreTables
 
 if TYPE_CHECKING:
@@ -144,6 +146,25 @@ class MessageStore(StoreTables):
 
     def vacuum(self, retention_hours: float = 168, **kwargs) -> List[str]:
         return retention.vacuum(self, retention_hours, **kwargs)
+
+    def promote(self, properties):
+        """Promote ``properties`` (names) to typed CommitLog columns, rewriting the files that
+        hold them; see :mod:`.promote`. Returns a ``PromoteReport``."""
+        return _promote.promote(self, [properties] if isinstance(properties, str) else list(properties))
+
+    def register_subscription_bits(self, group: str, topic: str, expression: str,
+                                   expression_type: str = "TAG", sub_version: int = 0) -> bool:
+        """Keep the exact broker decision of ``group``'s subscription as a ConsumeQueue bit from
+        the next dispatch on (:mod:`.sub_bits`); :meth:`backfill` computes it for history."""
+        return sub_bits.register(self, group, topic, expression, expression_type, sub_version)
+
+    def unregister_subscription_bits(self, group: str, topic: Optional[str] = None) -> None:
+        sub_bits.unregister(self, group, topic)
+
+    def backfill(self, topics: Optional[List[str]] = None) -> dict:
+        """Compute the registered subscriptions' bits over the ConsumeQueue's history; see
+        :mod:`.backfill`."""
+        return _backfill.backfill(self, topics)
 
     def import_store(self, path: str, *, skip_damaged: bool = False):
         """Import a RocketMQ broker's store directory; see :mod:`.import_job`."""

@@ -72,7 +72,7 @@ class StoreTables:
             raise StoreNotFoundError(f"no rocketfilter store at {uri} (no {S.COMMITLOG} Delta table "
                                      "there); check the path, or create one with create=True")
         self.tables: Dict[str, Table] = {
-            name: Table.open(f"{self.uri}/{name}", S.SCHEMAS[name],
+            name: Table.open(f"{self.uri}/{name}", S.SCHEMAS[name], extra=S.EXTRA_COLUMNS.get(name),
                              stats_columns=S.STATS_COLUMNS[name], storage_options=storage_options)
             for name in S.TABLES
         }
@@ -142,6 +142,13 @@ class StoreTables:
     def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
         found = self.consumequeue_state().offsets(topic, queue_id)
         return 0 if found is None else found[0]
+
+    def promoted_properties(self) -> Dict[str, str]:
+        """Property name -> CommitLog column, for the promoted properties (as of the loaded
+        snapshot; see :mod:`.promoted`)."""
+        from rocketfilter.store.promoted import promoted_properties
+
+        return promoted_properties(self.commitlog.schema)
 
     # --- small tables --------------------------------------------------------------------------
 
