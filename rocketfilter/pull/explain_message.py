@@ -31,12 +31,9 @@ consumer. See :mod:`.message_trace` for the verdicts and how they map to the los
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Dict, List, Optional, Union
-
-from pyspark.sql import functions as F
 
 from rocketfilter.checks import check_max_msg_nums
 from rocketfilter.consumer.group import ConsumerGroup
@@ -45,11 +42,11 @@ from rocketfilter.pull.filter import CqExtUnit, ExpressionForRetryMessageFilter
 from rocketfilter.pull.get_message import pull_limits
 from rocketfilter.pull.group_outcomes import LOST_REASONS
 from rocketfilter.pull.group_plan import ConsumerPulls, GroupPlan, plan_group_pulls, resolve_group
-from rocketfilter.pull.group_replay import flagged_entries
 from rocketfilter.pull.message_locate import FOUND, LocatedMessage, locate_message
 from rocketfilter.pull.message_trace import MessageTrace, TraceStep, Verdict
-from rocketfilter.pull.scan import small_query_conf
+from rocketfilter.pull.scan import read_window, small_query_conf
 from rocketfilter.selector import parse
+from rocketfilter.store import schema as S
 from rocketfilter.tags import client_accepts, is_matched_by_consume_queue, is_tag_type
 
 V = Verdict
@@ -224,21 +221,19 @@ class _Tracer:
                     else "the group has no committed offset here")
             out = _Pulls(plan.starts[q], f"the queue's min offset {plan.starts[q]}, as replay_group ({past})")
         limits = pull_limits(store.config)
-        one = dataclasses.replace(plan, filters=[plan.filters[filter_index]], starts={q: max(out.start, lo)})
-        until = m.queue_offset + max(1, limits.window_entries(self.max_msg_nums))
-        with small_query_conf(store.spark):
-            rows = (flagged_entries(store, one, [q], until=until)
-                    .select("queue_offset", "commitlog_offset", "size", F.col("cq_0").alias("cq_match"),
-                            "cl_present", F.col("cl_0").alias("cl_match"))
-                    .toArrow().sort_by("queue_offset"))
-        col = {name: rows.column(name).fill_null(False).to_numpy(zero_copy_only=False)
-               for name in ("cq_match", "cl_present", "cl_match")}
-        qo = rows.column("queue_offset").to_numpy()
-        seq = pull_sequence_arrays(qo, rows.column("commitlog_offset").to_numpy(), rows.column("size").to_numpy(),
-                                   col["cq_match"], col["cl_present"], col["cl_match"], start_offset=out.start,
-                                   end_offset=m.queue_offset + 1, max_msg_nums=self.max_msg_nums, min_offset=lo,
-                                   max_offset=hi, max_offset_py=store.commitlog_state().next_commitlog_offset,
-                                   limits=limits)
+        f = plan.filters[filter_index]
+        end = min(m.queue_offset + max(1, limits.window_entries(self.max_msg_nums)), hi)
+        commitlog = store.commitlog_state()
+        # getMessage's reads (one job, two with a bitmap), over the slice the pulls can reach.
+        with small_query_conf(store.spark), store.reading(S.COMMITLOG, S.CONSUMEQUEUE):
+            scan = read_window(store, m.topic, q, max(out.start, lo), end, f)
+            present = scan.positions >= commitlog.min_commitlog_offset
+            cl_match = scan.commit_log_matches(store, scan.cq_match & present, f)
+        qo = scan.queue_offsets
+        seq = pull_sequence_arrays(qo, scan.positions, scan.sizes, scan.cq_match, present, cl_match,
+                                   start_offset=out.start, end_offset=m.queue_offset + 1,
+                                   max_msg_nums=self.max_msg_nums, min_offset=lo, max_offset=hi,
+                                   max_offset_py=commitlog.next_commitlog_offset, limits=limits)
         for k, (begin, res) in enumerate(zip(seq.pull_offsets, seq.pulls)):
             if begin <= m.queue_offset < res.next_begin_offset:
                 out.number, out.offset, out.status = k, begin, res.status.value

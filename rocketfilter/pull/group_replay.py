@@ -43,27 +43,21 @@ _CARRY = ("msg_id", "tags", "keys", "store_timestamp")
 
 
 def flagged_entries(store, plan: GroupPlan, queue_ids: List[int],
-                    extra_cl: Optional[Mapping[str, Column]] = None, until: Optional[int] = None) -> DataFrame:
+                    extra_cl: Optional[Mapping[str, Column]] = None) -> DataFrame:
     """The ConsumeQueue entries of ``queue_ids`` from the lowest start offset on, left-joined with
     their CommitLog rows (``msg_id``, ``tags``, ``keys``; null when expired), with each filter's
     flags ``cq_<i>`` and ``cl_<i>`` and ``cl_present``. ``extra_cl`` adds Columns computed on the
-    CommitLog rows (null for expired entries). ``until`` stops before that queue offset; both
-    tables are then read only from the files whose statistics overlap the range (a message
-    trace reads a slice of one queue)."""
+    CommitLog rows (null for expired entries)."""
     topic = plan.topic
     lowest = min(plan.starts[q] for q in queue_ids)
     cl_state = store.commitlog_state()
-    where = [("topic", "=", topic)]
-    if until is not None:
-        where += [("queue_offset", ">=", lowest), ("queue_offset", "<", until)]
-        where += [("queue_id", "=", queue_ids[0])] if len(queue_ids) == 1 else []
-    cq = (store.consumequeue.read(store.spark, where=where)
+    cq = (store.consumequeue.read(store.spark, where=[("topic", "=", topic)])
           .where((F.col("queue_offset") >= F.lit(lowest)) & F.col("queue_id").isin(queue_ids)))
     cq = cq.select("topic", "queue_id", "queue_offset", "commitlog_offset", "size", "tags_code", "store_timestamp",
                    (F.col("commitlog_offset") >= F.lit(cl_state.min_commitlog_offset)).alias("cl_present"),
                    *[f.consume_queue_column().alias(f"cq_{i}") for i, f in enumerate(plan.filters)])
     sql = {i: f for i, f in enumerate(plan.filters) if is_sql_filter(f)}
-    cl = (store.commitlog.read(store.spark, where=where)
+    cl = (store.commitlog.read(store.spark, where=[("topic", "=", topic)])
           .select("commitlog_offset", "msg_id", "tags", "keys",
                   *[f.commit_log_column().alias(f"cl_{i}") for i, f in sql.items()],
                   *[c.alias(name) for name, c in (extra_cl or {}).items()]))
