@@ -63,6 +63,10 @@ def build_parser(prog: str = "rocketfilter") -> argparse.ArgumentParser:
     groups = commands.add_parser("groups", help="replay or diagnose a consumer group on a store's topic")
     add_groups_arguments(groups)
     groups.set_defaults(handler=groups_command)
+    from rocketfilter.jobs.why import add_why_arguments, why_command
+    why = commands.add_parser("why", help="why a consumer group did or did not consume one message")
+    add_why_arguments(why)
+    why.set_defaults(handler=why_command)
 
     from rocketfilter.jobs.maintenance import (add_backfill_arguments, add_promote_arguments,
                                                backfill_command, promote_command)
