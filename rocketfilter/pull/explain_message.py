@@ -96,7 +96,8 @@ def _message_step(m: LocatedMessage) -> TraceStep:
     if m.status != FOUND:
         return TraceStep("message", False, f"{m.how}: {m.status}: {m.note}", {**seen, "status": m.status})
     text = (f"{m.topic} queue {m.queue_id} offset {m.queue_offset}, commit-log offset {m.commitlog_offset}, "
-            f"stored {_time(m.store_timestamp)}, tags {m.tags!r}, msg_id {m.msg_id} (found by {m.how})")
+            f"stored {_time(m.store_timestamp)}, tags {m.tags!r}, msg_id {m.msg_id}"
+            + ("" if m.how.startswith("topic ") else f" (found by {m.how})"))
     return TraceStep("message", True, text, seen)
 
 
@@ -219,7 +220,7 @@ class _Tracer:
         else:
             past = (f"the committed offset {self.committed} is past the message" if self.committed >= 0
                     else "the group has no committed offset here")
-            out = _Pulls(plan.starts[q], f"the queue's min offset {plan.starts[q]}, as replay_group ({past})")
+            out = _Pulls(plan.starts[q], f"the queue's min offset {plan.starts[q]}, as replay_group: {past}")
         limits = pull_limits(store.config)
         f = plan.filters[filter_index]
         end = min(m.queue_offset + max(1, limits.window_entries(self.max_msg_nums)), hi)
@@ -249,7 +250,7 @@ class _Tracer:
     def _pull_step(self, p: _Pulls) -> TraceStep:
         if p.number is None:
             return TraceStep("pull", False, f"the pulls from {p.origin} stop before reaching it", p.seen)
-        text = (f"pull #{p.number} from offset {p.offset} (pulling from {p.origin}): {p.status}, "
+        text = (f"pull #{p.number} from offset {p.offset} (pulls from {p.origin}): {p.status}, "
                 f"{p.message_count} message(s), next_begin_offset {p.next_begin_offset}; ")
         text += ("it carries this message" if p.delivered else
                  "it passes over this message: its commit-log file is being removed (MESSAGE_WAS_REMOVING)")
