@@ -13,9 +13,10 @@ for one message and told in order:
    SQL92 the bloom bitmap (when the filter data has one) and the selector, explained by the
    reference evaluator on the message's properties (which conditions, which values);
 5. the pulls from the committed offset (from the queue's min offset, as ``replay_group``, when
-   the group has none or is past the message): the same ``pull_sequence_arrays`` loop over the
-   same flag Columns (``flagged_entries``) for this queue's slice only, and whether the pull
-   that reaches the message delivers it;
+   the group has none or is past the message): ``getMessage``'s own reads (``read_window``: the
+   filter's Columns, or the exact subscription bits) over this queue's slice, from the start to
+   one pull window past the message, then the ``pull_sequence_arrays`` loop that
+   ``replay_group`` runs per queue; the pull that reaches the message and whether it delivers it;
 6. the client's exact tag re-check with the owner's own subscription;
 7. the committed offset against the message's offset: CONSUMED below it, PENDING otherwise.
 
@@ -135,7 +136,8 @@ class _Tracer:
         table = group.effective_subscriptions.get(m.topic)
         seen = {"group_subscription": _sub_text(table), "own_subscription": _sub_text(c.client),
                 "wanted_by": self.wanted_by}
-        head = f"the group's table holds {_sub_text(table)} for {m.topic}; {c.client_id} subscribes {_sub_text(c.client)}"
+        head = (f"the group's table holds {_sub_text(table)} for {m.topic}; "
+                f"{c.client_id} subscribes {_sub_text(c.client)}")
         wanted = f"; wanted by {', '.join(seen['wanted_by']) or 'no consumer'}"
         if not c.subscribes:
             return _Path(c.client_id, [TraceStep("subscription", False, head + wanted + f": it never pulls "
@@ -316,10 +318,9 @@ def explain_message(store, group: Union[ConsumerGroup, str], *, msg_id: Optional
     tracer = _Tracer(store, plan, m, max_msg_nums)
     owners = [c for c in plan.consumers.values() if m.queue_id in {q.queue_id for q in (c.queues or c.orphaned)}]
     steps.append(_owner_step(plan, m, owners, client_id))
-    if client_id is not None and client_id not in {c.client_id for c in owners} and not plan.consumers[client_id].subscribes:
-        owners = [plan.consumers[client_id]]   # asked about a consumer that never pulls the topic
-    elif client_id is not None and client_id in {c.client_id for c in owners}:
-        owners = [plan.consumers[client_id]]
+    if client_id is not None and (client_id in {c.client_id for c in owners}
+                                  or not plan.consumers[client_id].subscribes):
+        owners = [plan.consumers[client_id]]   # its own path; one not subscribing the topic: NOT_SUBSCRIBED
     if not owners:
         step = TraceStep("subscription", False, f"nobody pulls queue {m.queue_id} of {m.topic}", {})
         return MessageTrace(verdict=V.NO_CONSUMER, client_id=None, steps=tuple(steps + [step]),

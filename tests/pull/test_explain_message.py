@@ -163,7 +163,8 @@ def test_filtered_by_tag_code_and_dropped_by_client_recheck(store):
                  "AVG over 2 consumer(s) gives queue 0 of SUBSCRIBE_TEST to A",
                  "the group's table holds 'tagB' (TAG) for SUBSCRIBE_TEST; A subscribes 'tagA' (TAG)",
                  "pull #0 from offset 0", "it carries this message",
-                 "[STOP] client_recheck: the client keeps only tags ['tagA'] of its own subscription: 'tagB' is not one"):
+                 "[STOP] client_recheck: the client keeps only tags ['tagA'] of its own subscription: "
+                 "'tagB' is not one"):
         assert part in text, text
     assert dropped.deciding_step.name == "client_recheck"
 
@@ -207,6 +208,18 @@ def test_not_subscribed_and_no_consumer(store):
     nobody = at(store, config, 1, 0)
     assert (nobody.verdict, nobody.client_id, nobody.reason) == (V.NO_CONSUMER, None, "queue_not_consumed")
     assert at(store, config, 0, 0).verdict == V.PENDING
+
+
+def test_broadcasting_traces_a_consumer_that_wants_the_message_and_loses_it(store):
+    group = ConsumerGroup("GID_broadcast", message_model="BROADCASTING")
+    group.add_consumer("A", {SEED: "tagA"})
+    group.add_consumer("B", {SEED: "tagB"})          # the table holds tagB for both
+    lost = at(store, group, 0, 0)                     # tagA: A wants it, its pulls filter it out
+    assert (lost.verdict, lost.client_id) == (V.FILTERED_BY_TAG_CODE, "A")
+    assert "BROADCASTING: every subscriber pulls every queue: A, B" in str(lost)
+    got = at(store, group, 0, 1)                      # tagB: B consumes it, nobody that wants it loses it
+    assert (got.verdict, got.client_id) == (V.PENDING, "B")
+    assert at(store, group, 0, 1, client_id="A").verdict == V.DROPPED_BY_CLIENT_RECHECK
 
 
 def test_expired_and_not_found(store):
