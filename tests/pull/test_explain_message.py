@@ -181,6 +181,11 @@ def test_filtered_by_sql92_names_the_deciding_condition(store):
     assert sql.seen["deciding"] == [{"condition": "(a > 4)", "operator": ">", "result": False,
                                      "properties": {"a": low["properties"]["a"]}, "error": None}]
     assert f"(a > 4) is FALSE with a = '{low['properties']['a']}'" in str(trace)
+    broken = ConsumerGroup("GID_sql_broken")
+    broken.add_consumer("C", {MIXED: ("a >", "SQL92")})   # no filter data: every pull is refused
+    refused = at(store, broken, low["queue_id"], low["queue_offset"], topic=MIXED)
+    assert (refused.verdict, refused.reason) == (V.FILTERED_BY_SQL92, "pull_refused")
+    assert "FILTER_DATA_NOT_EXIST" in refused.deciding_step.text
 
 
 def test_filtered_by_bitmap(store):
