@@ -15,6 +15,7 @@ from typing import Dict, List, Optional
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from rocketfilter.spark_progress import ProgressOption, progress_block
 from rocketfilter.store import schema as S
 from rocketfilter.store.errors import StoreDamagedError
 from rocketfilter.store.retry import retry_on_conflict
@@ -94,8 +95,10 @@ def _merge_queues(state: ConsumeQueueState, ranges: List) -> ConsumeQueueState:
     return ConsumeQueueState(state.dispatched, queues)
 
 
-def dispatch(tables: StoreTables, *, to_commitlog_offset: Optional[int] = None) -> DispatchReport:
-    """Dispatch every CommitLog row not yet in the ConsumeQueue, in one ConsumeQueue commit."""
+def dispatch(tables: StoreTables, *, to_commitlog_offset: Optional[int] = None,
+             progress: ProgressOption = False) -> DispatchReport:
+    """Dispatch every CommitLog row not yet in the ConsumeQueue, in one ConsumeQueue commit.
+    ``progress`` shows the ConsumeQueue write as put_messages does."""
     def attempt() -> DispatchReport:
         cq = tables.table(S.CONSUMEQUEUE)
         version = cq.version()
@@ -121,7 +124,9 @@ def dispatch(tables: StoreTables, *, to_commitlog_offset: Optional[int] = None) 
         merged = _merge_queues(state, ranges)
         merged.dispatched = end
         n_rows = sum(int(r["n"]) for r in ranges)
-        adds = write_consumequeue(tables, consumequeue_rows(tables, new), n_rows) if n_rows else []
+        with progress_block(tables.spark, progress if n_rows else False, "dispatch", unit="messages",
+                            total=n_rows):
+            adds = write_consumequeue(tables, consumequeue_rows(tables, new), n_rows) if n_rows else []
         cq.commit(adds, expected_version=version, app_transaction=(DISPATCH_APP_ID, end),
                   custom_metadata=merged.to_metadata())
         return DispatchReport(n_rows, state.dispatched, end, merged.queues)
