@@ -1,0 +1,9 @@
+"""The jobs behind the ``rocketfilter`` command and the ``spark_jobs/*.py`` scripts: one module per
+command (``demo``, ``import_store``, ``replay``, ``pull``, ``offsets``, ``lint``), the options
+and steps they share in :mod:`.common`.
+
+Each module exposes ``register(subparsers)`` (the ``rocketfilter <command>`` parser, with
+``handler(args, spark=None) -> int`` set on it) and ``main(argv=None, *, spark=None, prog=...)``,
+which runs the command as a program of its own: what a spark-submit script calls, and what tests
+call in-process with the suite's session.
+"""
