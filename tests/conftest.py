@@ -14,6 +14,12 @@ from pathlib import Path
 from typing import Callable, Dict, Tuple
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# No test may depend on wall-clock speed: hypothesis's per-example deadline (200 ms) and its
+# too-slow health check fail on a loaded machine. Tests set their own example counts.
+settings.register_profile("rocketfilter", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("rocketfilter")
 
 CONFORMANCE_DIR = Path(__file__).resolve().parent / "conformance"
 
