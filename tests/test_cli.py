@@ -186,3 +186,27 @@ def test_a_fresh_process_rejects_bad_input_without_starting_a_jvm(a_store, tmp_p
     assert result == {"codes": expected, "jvm": False}
     errors = [line for line in done.stderr.splitlines() if ": error: " in line]
     assert len(errors) == len(cases) and "Traceback" not in done.stderr
+
+
+def test_remote_gives_a_spark_connect_session_with_the_conf(connect_spark, connect_server):
+    import argparse
+
+    from rocketfilter.spark_mode import is_connect
+
+    args = argparse.Namespace(remote=connect_server, master=None, verbose=False,
+                              conf=[("spark.rocketfilter.brokerName", "cli-remote")])
+    session = common.start_spark(args, "rocketfilter-test")
+    try:
+        assert is_connect(session) and session is connect_spark
+        assert session.conf.get("spark.rocketfilter.brokerName") == "cli-remote"
+    finally:
+        session.conf.unset("spark.rocketfilter.brokerName")
+
+
+def test_the_command_line_is_built_without_pyspark():
+    """`rocketfilter --help` and `rocketfilter lint` stay quick: building the parser imports no
+    pyspark (the jobs import it when they run)."""
+    done = subprocess.run([sys.executable, "-c", "import sys; from rocketfilter.cli import build_parser; "
+                           "build_parser(); print(any(m.startswith('pyspark') for m in sys.modules))"],
+                          cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True)
+    assert done.stdout.strip() == "False", done.stderr

@@ -202,15 +202,21 @@ def start_spark(args: argparse.Namespace, app_name: str, spark=None):
 
     if spark is not None:
         return spark
-    active = SparkSession.getActiveSession()
+    remote = getattr(args, "remote", None)
+    active = None if remote else SparkSession.getActiveSession()
     if active is not None:
         return active
-    builder = SparkSession.builder
-    remote = getattr(args, "remote", None)
-    if remote:
-        builder = builder.remote(remote)
-    elif getattr(args, "master", None):
-        builder = builder.master(args.master)
+    if remote and remote.startswith("sc://"):
+        # The Connect client's own builder: it works beside a classic session too.
+        from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+        builder = RemoteSparkSession.builder.remote(remote)
+    elif remote:  # "local[2]": pyspark starts a Connect server in this process
+        builder = SparkSession.builder.remote(remote)
+    else:
+        builder = SparkSession.builder
+        if getattr(args, "master", None):
+            builder = builder.master(args.master)
     builder = builder.appName(app_name)
     for key, value in spark_conf(args).items():
         builder = builder.config(key, value)

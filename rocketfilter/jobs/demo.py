@@ -19,11 +19,10 @@ HELP = "filter ten sample messages by tag and by SQL92"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from rocketfilter.demo import DEFAULT_SELECTOR, DEFAULT_TAGS
-
-    parser.add_argument("--tags", default=DEFAULT_TAGS, metavar="EXPR",
-                        help=f"tag subscription expression (default: {DEFAULT_TAGS!r})")
-    parser.add_argument("--selector", default=DEFAULT_SELECTOR, metavar="SQL92",
+    # The defaults live in rocketfilter.demo, which imports pyspark: run() fills them in, so that
+    # building the command line stays light.
+    parser.add_argument("--tags", metavar="EXPR", help="tag subscription expression (default: 'TAG_A || TAG_C')")
+    parser.add_argument("--selector", metavar="SQL92",
                         help="SQL92 selector (default: the age/name/isGender example)")
     common.add_spark_arguments(parser)
     parser.set_defaults(handler=run)
@@ -35,10 +34,12 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace, spark=None) -> int:
     """Check both expressions (and lint the selector on the sample's properties), then run."""
-    from rocketfilter.demo import run_demo, seed_properties
+    from rocketfilter.demo import DEFAULT_SELECTOR, DEFAULT_TAGS, run_demo, seed_properties
     from rocketfilter.selector import parse
     from rocketfilter.tags import build_subscription
 
+    args.tags = DEFAULT_TAGS if args.tags is None else args.tags
+    args.selector = DEFAULT_SELECTOR if args.selector is None else args.selector
     build_subscription("", args.tags)
     for finding in parse(args.selector).lint(known_properties=seed_properties()):
         common.warn(args, f"selector {finding} [{finding.code}]")
