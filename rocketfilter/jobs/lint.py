@@ -46,7 +46,6 @@ def _known(args: argparse.Namespace):
         raise ValueError("--store and --topic go together: the properties of the topic's newest messages")
     if args.store is None:
         return None, None
-    args.conf = []
     tables = common.peek_store(args)
     common.require_topic(tables, args.topic)
     sample = sample_properties(tables, args.topic, args.sample)
@@ -78,9 +77,10 @@ def run(args: argparse.Namespace, spark=None) -> int:
     selector = parse(args.selector)  # SelectorSyntaxError (a ValueError): exit 2
     try:
         known, note = _known(args)
-    except ValueError:
-        raise
-    except Exception as error:  # noqa: BLE001 - no store, unreadable files: exit 3, not "findings"
+    except Exception as error:  # noqa: BLE001 - sorted out below
+        if isinstance(error, ValueError):
+            raise  # bad input (an unknown topic): exit 2
+        # No store, unreadable files: exit 3, which CI can tell from 1 (findings).
         print(f"{args.prog}: error: {type(error).__name__}: {str(error).strip().splitlines()[0]}", file=sys.stderr)
         return COULD_NOT_RUN
     if note:

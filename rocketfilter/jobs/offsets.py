@@ -19,7 +19,6 @@ Neither starts Spark: the offsets and the queues' bounds are read from the store
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from rocketfilter.jobs import common
@@ -144,7 +143,7 @@ def run_reset(args: argparse.Namespace, spark=None) -> int:
     commit_consumer_offsets(tables, [(args.group, args.topic, q, offset) for q, offset in targets.items()])
     rows = [[args.topic, q, before.get((args.group, args.topic, q)), offset] for q, offset in targets.items()]
     print(format_table(["topic", "queue", "was", "now"], rows))
-    print(f"{args.group}: committed {len(rows)} offsets of {args.topic}", file=sys.stdout)
+    print(f"{args.group}: committed {len(rows)} offsets of {args.topic}")
     return 0
 
 
