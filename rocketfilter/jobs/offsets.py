@@ -3,6 +3,7 @@
     rocketfilter offsets show --store /data/rf-store --group GID_orders [--topic OrderEvents]
     rocketfilter offsets reset --store /data/rf-store --group GID_orders --topic OrderEvents --to-earliest
     rocketfilter offsets reset --store /data/rf-store --group GID_orders --topic OrderEvents --to-offset 40 --queue 2
+    rocketfilter offsets reset --store /data/rf-store --group GID_orders --topic OrderEvents --to-time 2024-05-01T10:00:00Z
 
 ``show`` prints, per queue, the committed offset (empty when the group has none), the queue's
 min and max offset and the lag, as ``mqadmin consumerProgress`` computes its Diff: the max
@@ -10,7 +11,8 @@ offset minus the committed offset, counting from 0 when none is committed. Witho
 it shows every topic the group committed an offset on.
 
 ``reset`` commits new offsets for the topic's read queues (or only ``--queue``): each queue's
-min offset (``--to-earliest``), max offset (``--to-latest``) or ``--to-offset N``, which, as a
+min offset (``--to-earliest``), max offset (``--to-latest``), the first offset stored at or after
+``--to-time`` (``reset_offset_by_time``, RocketMQ's resetOffsetByTime) or ``--to-offset N``, which, as a
 broker's resetOffset refuses, must lie in ``[min, max + 1]`` of every queue it is given for.
 Every offset is checked before any is committed, in one commit.
 
@@ -48,8 +50,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     target.add_argument("--to-offset", type=common.offset_type, metavar="N", help="this offset")
     target.add_argument("--to-earliest", action="store_true", help="each queue's min offset")
     target.add_argument("--to-latest", action="store_true", help="each queue's max offset")
+    target.add_argument("--to-time", type=_time_type, metavar="TIME",
+                        help="the first offset stored at or after TIME (epoch ms or ISO-8601, UTC when "
+                             "no zone), as mqadmin resetOffsetByTime")
     reset.add_argument("--queue", type=common.queue_id_type, metavar="Q", help="only this queue")
     reset.set_defaults(handler=run_reset)
+
+
+def _time_type(text: str) -> int:
+    """Epoch ms of ``--to-time``; an argparse error names what is accepted."""
+    from rocketfilter.offsets_spec import parse_offsets
+
+    try:
+        spec = parse_offsets(text, "--to-time")
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if spec.kind != "timestamp":
+        raise argparse.ArgumentTypeError(f"expected a time (epoch ms or ISO-8601), got {text!r}")
+    return spec.timestamp_ms
 
 
 def register(subparsers) -> None:
@@ -108,6 +126,7 @@ def run_show(args: argparse.Namespace, spark=None) -> int:
 
 def reset_targets(args: argparse.Namespace, tables) -> Dict[int, int]:
     """``{queue_id: new offset}``; ValueError (nothing committed) for an offset out of range."""
+    from rocketfilter.store.offsets_by_time import get_offset_in_queue_by_time
     from rocketfilter.store.topics import topic_config
 
     count = topic_config(tables, args.topic).read_queue_nums
@@ -122,6 +141,8 @@ def reset_targets(args: argparse.Namespace, tables) -> Dict[int, int]:
             targets[q] = lo
         elif args.to_latest:
             targets[q] = hi
+        elif getattr(args, "to_time", None) is not None:
+            targets[q] = get_offset_in_queue_by_time(tables, args.topic, q, args.to_time, "LOWER")
         else:
             # AdminBrokerProcessor.resetOffsetInner: offset < min or offset > max + 1 is refused,
             # with the broker's words (its max is maxOffsetInQueue, as here).
@@ -132,15 +153,18 @@ def reset_targets(args: argparse.Namespace, tables) -> Dict[int, int]:
 
 
 def run_reset(args: argparse.Namespace, spark=None) -> int:
-    from rocketfilter.store.offsets import commit_consumer_offsets, consumer_offsets
+    from rocketfilter.store.offsets import commit_consumer_offsets, consumer_offsets, reset_offset_by_time
     from rocketfilter.text_table import format_table
 
     tables = common.peek_store(args)
     common.require_topic(tables, args.topic)
     _warn_if_lagging(args, tables)
-    targets = reset_targets(args, tables)
     before = consumer_offsets(tables, args.group, args.topic)
-    commit_consumer_offsets(tables, [(args.group, args.topic, q, offset) for q, offset in targets.items()])
+    if getattr(args, "to_time", None) is not None and args.queue is None:
+        targets = reset_offset_by_time(tables, args.group, args.topic, args.to_time)  # commits
+    else:
+        targets = reset_targets(args, tables)
+        commit_consumer_offsets(tables, [(args.group, args.topic, q, offset) for q, offset in targets.items()])
     rows = [[args.topic, q, before.get((args.group, args.topic, q)), offset] for q, offset in targets.items()]
     print(format_table(["topic", "queue", "was", "now"], rows))
     print(f"{args.group}: committed {len(rows)} offsets of {args.topic}")

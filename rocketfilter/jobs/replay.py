@@ -4,7 +4,8 @@
     rocketfilter replay --store s3://bucket/rf --topic OrderEvents --sql "amount > 100.0" \\
         --group GID_orders --output s3://bucket/replayed --summary
 
-Every queue of the topic is pulled from its min offset to its max offset with ``pull_sequence``
+Every queue of the topic is pulled from its min offset to its max offset (or from
+``--starting-offsets`` / ``--starting-timestamp`` to ``--ending-offsets``) with ``pull_sequence``
 (the broker's getMessage loop, ``--max-msg-nums`` per pull) in one Spark job. A TAG subscription
 then gets the client's exact tag re-check (the broker passes tag-code collisions such as
 ``Aa``/``BB``; the client drops them). An SQL92 subscription uses the group's registered filter
@@ -39,10 +40,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"the consumer group (its SQL92 filter data and bloom bits; default {DEFAULT_GROUP})")
     parser.add_argument("--max-msg-nums", type=common.max_msg_nums_type, default=32, metavar="N",
                         help="messages per pull (default 32)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--starting-offsets", type=_spec_type("--starting-offsets"), metavar="SPEC",
+                       help="where each queue starts: earliest (default), latest, or JSON "
+                            "'{\"TopicA\": {\"0\": 23, \"1\": -2}}' (-2 earliest, -1 latest)")
+    where.add_argument("--starting-timestamp", type=_spec_type("--starting-timestamp", timestamp=True),
+                       metavar="TIME", help="start each queue at its first message stored at or after TIME "
+                                            "(epoch ms or ISO-8601, UTC when no zone)")
+    parser.add_argument("--ending-offsets", type=_spec_type("--ending-offsets"), metavar="SPEC",
+                        help="where each queue ends, excluded: latest (default), earliest, a time or JSON")
     parser.add_argument("--output", metavar="PATH", help="write the delivered messages as parquet here (overwrites)")
     parser.add_argument("--summary", action="store_true", help="print only the per-queue summary, not the messages")
     common.add_spark_arguments(parser)
     parser.set_defaults(handler=run)
+
+
+def _spec_type(what: str, timestamp: bool = False):
+    """An argparse type for a start or end spec (:mod:`rocketfilter.offsets_spec`), checked
+    before Spark starts."""
+    def parse(text: str):
+        from rocketfilter.offsets_spec import parse_offsets
+
+        try:
+            spec = parse_offsets(text, what)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+        if timestamp and spec.kind != "timestamp":
+            raise argparse.ArgumentTypeError(f"expected a time (epoch ms or ISO-8601), got {text!r}")
+        return spec
+    return parse
 
 
 def register(subparsers) -> None:
@@ -66,10 +92,11 @@ def message_filter(store, sub, group: str):
     return ExpressionMessageFilter(sub, data, manager)
 
 
-def replay(store, sub, group: str, max_msg_nums: int):
+def replay(store, sub, group: str, max_msg_nums: int, start=None, end=None):
     """``(delivered, pulls)`` DataFrames: the delivered messages joined with their commit-log
     columns (after the client's exact tag re-check), with ``born_time``/``store_time`` as Spark
-    timestamps, and one row per pull."""
+    timestamps, and one row per pull. ``start``/``end``: as ``pull_sequence``'s
+    ``start_offsets``/``end_offsets`` (None: each queue's min / max offset)."""
     from pyspark.sql import functions as F
 
     from rocketfilter.pull.batch import ENTRY_SCHEMA, PULL_SCHEMA
@@ -79,11 +106,15 @@ def replay(store, sub, group: str, max_msg_nums: int):
     spark, topic = store.spark, sub.topic
     if store.consumequeue_state().queues.get(topic):
         f = message_filter(store, sub, group)
-        entries = pull_sequence(store, topic, f, max_msg_nums=max_msg_nums)
-        pulls = pull_sequence(store, topic, f, max_msg_nums=max_msg_nums, output="pulls")
+        entries = pull_sequence(store, topic, f, max_msg_nums=max_msg_nums, start_offsets=start, end_offsets=end)
+        pulls = pull_sequence(store, topic, f, max_msg_nums=max_msg_nums, start_offsets=start, end_offsets=end,
+                              output="pulls")
     else:  # a topic without messages: nothing to pull
         entries, pulls = spark.createDataFrame([], ENTRY_SCHEMA), spark.createDataFrame([], PULL_SCHEMA)
-    commitlog = store.commitlog.read(spark, where=[("topic", "=", topic)])
+    from rocketfilter.store.schema import COMMITLOG_SCHEMA
+
+    # The message columns only: promoted property columns are the store's, not the output's.
+    commitlog = store.commitlog.read(spark, where=[("topic", "=", topic)]).select(*COMMITLOG_SCHEMA.fieldNames())
     shared = set(_ENTRY_COLUMNS) | {"size"}
     rest = [c for c in commitlog.columns if c not in shared]
     delivered = (entries.select(*_ENTRY_COLUMNS)
@@ -155,7 +186,8 @@ def run(args: argparse.Namespace, spark=None) -> int:
     sub = common.subscription(args, args.topic, common.known_properties(tables, args.topic))
     spark = common.start_spark(args, "rocketfilter-replay", spark)
     store = common.open_store(args, spark)
-    delivered, pulls = replay(store, sub, args.group, args.max_msg_nums)
+    start = args.starting_offsets or args.starting_timestamp
+    delivered, pulls = replay(store, sub, args.group, args.max_msg_nums, start, args.ending_offsets)
     with common.progress_block(args, spark, "replay", unit="messages", total=_scanned(store, args.topic)):
         if args.output:
             delivered.write.mode("overwrite").parquet(args.output)
