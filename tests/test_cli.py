@@ -58,7 +58,7 @@ def test_version(capsys):
 def test_help_lists_every_command(capsys):
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
-    for name in ("demo", "import", "replay", "pull", "offsets", "lint"):
+    for name in ("demo", "import", "replay", "pull", "offsets", "lint", "groups", "promote", "backfill"):
         assert f"\n    {name} " in out, out
 
 
@@ -130,7 +130,7 @@ BAD_INPUT = [
     (["import", "--store", "{missing}", "--source", "{missing}"], 1, "rocketfilter import", "no commitlog directory"),
     (["offsets", "show", "--store", "{store}"], 2, "rocketfilter offsets show", "the following arguments are required: --group"),
     (["offsets", "reset", "--store", "{store}", "--group", "G", "--topic", "OrderEvents"], 2,
-     "rocketfilter offsets reset", "one of the arguments --to-offset --to-earliest --to-latest is required"),
+     "rocketfilter offsets reset", "one of the arguments --to-offset --to-earliest --to-latest --to-time is required"),
     (["offsets", "reset", "--store", "{store}", "--group", "G", "--topic", "OrderEvents", "--to-offset", "-3"], 2,
      "rocketfilter offsets reset", "offset must be an integer >= 0, got -3"),
     (["lint"], 2, "rocketfilter lint", "the following arguments are required: selector"),
@@ -210,3 +210,19 @@ def test_the_command_line_is_built_without_pyspark():
                            "build_parser(); print(any(m.startswith('pyspark') for m in sys.modules))"],
                           cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True)
     assert done.stdout.strip() == "False", done.stderr
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["groups", "diagnose", "--store", "/nonexistent/rf", "--group", "GID_x"], "no rocketfilter store at /nonexistent/rf"),
+    (["groups", "replay", "--store", "/nonexistent/rf", "--group", "GID_x"], "the following arguments are required: --topic"),
+    (["promote", "--store", "/nonexistent/rf", "--properties", ","], "names no property"),
+    (["promote", "--store", "/nonexistent/rf", "--properties", "age"], "no rocketfilter store at /nonexistent/rf"),
+    (["backfill", "--store", "/nonexistent/rf", "--topic", "bad topic!"], "--topic"),
+])
+def test_group_and_maintenance_commands_check_before_spark(argv, says, capsys, monkeypatch):
+    from rocketfilter.jobs import common
+
+    monkeypatch.setattr(common, "start_spark", lambda *a, **k: pytest.fail("Spark started before the checks"))
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code in (1, 2) and says in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err

@@ -69,3 +69,18 @@ def test_reset_checks_every_queue_before_committing(tables, orders_store, capsys
     assert "topic 'Nope' does not exist" in capsys.readouterr().err
     assert consumer_offsets(tables, "GID_reset", ORDERS) == {("GID_reset", ORDERS, 0): 4, ("GID_reset", ORDERS, 1): 2,
                                                              ("GID_reset", ORDERS, 2): 4}
+
+
+def test_reset_to_time_is_reset_offset_by_time(tables, orders_store, capsys):
+    base = ["offsets", "reset", "--store", orders_store, "--group", "GID_time", "--topic", ORDERS]
+    assert main(base + ["--to-latest"]) == 0
+    capsys.readouterr()
+    # Before every message: each queue's first offset (RocketMQ's LOWER answer), in one commit.
+    assert main(base + ["--to-time", "1970-01-01T00:00:00Z"]) == 0
+    assert _table(capsys.readouterr().out) == [[ORDERS, str(q), "4", "0"] for q in range(3)]
+    assert consumer_offsets(tables, "GID_time", ORDERS) == {("GID_time", ORDERS, q): 0 for q in range(3)}
+    # After every message: the max offset; one queue only with --queue.
+    assert main(base + ["--to-time", "32503680000000", "--queue", "2"]) == 0
+    assert _table(capsys.readouterr().out) == [[ORDERS, "2", "0", "4"]]
+    assert main(base + ["--to-time", "yesterday"]) == 2
+    assert "--to-time: expected 'earliest', 'latest', a time" in capsys.readouterr().err

@@ -135,3 +135,32 @@ def test_missing_store_is_one_line_and_not_created(tmp_path, capsys):
     code, out, err = _run(capsys, "--store", str(tmp_path / "none"), "--topic", TOPIC)
     assert code == 1 and "no rocketfilter store" in _one_error_line(err)
     assert not (tmp_path / "none").exists()
+
+
+def test_starting_and_ending_offsets_and_timestamp(store_uri, capsys):
+    # Queue 0 from offset 2 (messages 8, 12, 16), queue 1 ends before offset 1 (message 1 only:
+    # pulls are whole, so one message per pull); the other queues run from earliest to latest.
+    code, out, err = _run(capsys, "--store", store_uri, "--topic", TOPIC, "--summary", "--max-msg-nums", "1",
+                          "--starting-offsets", '{"OrderEvents": {"0": 2}}',
+                          "--ending-offsets", '{"OrderEvents": {"1": 1, "3": -1}}')
+    assert code == 0, err
+    assert {q: d for q, (d, _, _) in _queue_lines(out).items()} == {0: 3, 1: 1, 2: 5, 3: 5}
+    # Every message was stored after 1970 and before the year 3000: earliest and nothing.
+    code, out, err = _run(capsys, "--store", store_uri, "--topic", TOPIC, "--summary",
+                          "--starting-timestamp", "0")
+    assert code == 0 and f"{TOPIC}: delivered 20 messages" in out, err
+    code, out, err = _run(capsys, "--store", store_uri, "--topic", TOPIC, "--summary",
+                          "--starting-timestamp", "3000-01-01T00:00:00Z")
+    assert code == 0 and f"{TOPIC}: delivered 0 messages" in out, err
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--starting-offsets", '{"OrderEvents": {"0": -3}}'], "offset -3 is neither"),
+    (["--starting-timestamp", "latest"], "expected a time"),
+    (["--ending-offsets", "{not json"], "not valid JSON"),
+    (["--starting-offsets", "earliest", "--starting-timestamp", "0"], "not allowed with argument"),
+])
+def test_bad_offset_specs_are_one_line_before_spark(store_uri, capsys, monkeypatch, argv, says):
+    monkeypatch.setattr(common, "start_spark", lambda *a, **k: pytest.fail("Spark started before the checks"))
+    code, out, err = _run(capsys, "--store", store_uri, "--topic", TOPIC, *argv)
+    assert code == 2 and says in err and "Traceback" not in err, err

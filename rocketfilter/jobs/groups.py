@@ -109,3 +109,8 @@ def _replay(store, group, args) -> int:
           "consumer(s)" + (f"; written to {args.output}" if args.output else "")
           + ("; offsets committed" if args.commit else ""))
     return 0
+
+
+def main(argv=None, *, spark=None, prog: str = "rocketfilter groups") -> int:
+    """``groups`` as a program of its own (``main(["diagnose", "--store", ...])``)."""
+    return common.run_standalone(prog, HELP, add_groups_arguments, argv, spark)

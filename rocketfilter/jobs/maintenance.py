@@ -67,3 +67,15 @@ def backfill_command(args: argparse.Namespace, spark=None, out: Optional[TextIO]
     text = ", ".join(f"{t}: {n} entries" for t, n in done.items()) or "no registered subscription bits"
     print(f"backfilled {text}", file=out or sys.stdout)
     return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``promote`` and ``backfill`` under ``parser``, for :func:`main`."""
+    commands = parser.add_subparsers(dest="maintenance_command", metavar="SUBCOMMAND", required=True,
+                                     parser_class=type(parser))
+    register(commands)
+
+
+def main(argv=None, *, spark=None, prog: str = "rocketfilter maintenance") -> int:
+    """The maintenance commands as a program of their own (``main(["promote", "--store", ...])``)."""
+    return common.run_standalone(prog, common.first_line(__doc__), add_arguments, argv, spark)

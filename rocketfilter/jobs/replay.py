@@ -48,7 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        metavar="TIME", help="start each queue at its first message stored at or after TIME "
                                             "(epoch ms or ISO-8601, UTC when no zone)")
     parser.add_argument("--ending-offsets", type=_spec_type("--ending-offsets"), metavar="SPEC",
-                        help="where each queue ends, excluded: latest (default), earliest, a time or JSON")
+                        help="where each queue ends, excluded: latest (default), earliest, a time or JSON; pulls "
+                             "are whole, so the last pull may carry messages past the end")
     parser.add_argument("--output", metavar="PATH", help="write the delivered messages as parquet here (overwrites)")
     parser.add_argument("--summary", action="store_true", help="print only the per-queue summary, not the messages")
     common.add_spark_arguments(parser)
