@@ -1,6 +1,6 @@
-"""``rocketfilter why``: bad input ends in one line before Spark starts (checked in this process
-with a Spark-less handler call, one subprocess for the whole entry point), and traces of seed
-003's messages by position, msg id and key (in this process, on the suite's session)."""
+"""``rocketfilter why``: bad input ends in one line before Spark starts (in this process, with
+Spark forbidden; one subprocess for the entry point), and traces of seed 003's messages by
+position, msg id and key (in this process, on the suite's session)."""
 from __future__ import annotations
 
 import json
@@ -34,21 +34,23 @@ def seeded(spark, tmp_path_factory):
 
 def test_bad_input_is_one_line_before_spark(seeded, tmp_path, capsys, monkeypatch):
     store, group_file, _ = seeded
-    import rocketfilter.session
+    from rocketfilter.jobs import common
 
     def no_spark(*args, **kwargs):
         raise AssertionError("Spark was asked for before the arguments were checked")
 
-    monkeypatch.setattr(rocketfilter.session, "get_spark", no_spark)
+    monkeypatch.setattr(common, "start_spark", no_spark)
     base = ["why", "--store", store.uri, "--group-file", str(group_file)]
     cases = [
         (["why", "--store", store.uri, "--msg-id", "X"], 2, "one of the arguments --group-file --group is required"),
         (base, 2, "give exactly one of --msg-id ID, --key K, or --topic T --queue Q --offset O"),
         (base + ["--msg-id", "X", "--key", "k"], 2, "(got --msg-id, --key)"),
         (base + ["--topic", TOPIC, "--queue", "0"], 2, "needs --topic, --queue and --offset together"),
-        (base + ["--topic", TOPIC, "--queue", "0", "--offset", "-1"], 2, "argument --offset: must be at least 0"),
+        (base + ["--topic", TOPIC, "--queue", "0", "--offset", "-1"], 2, "offset must be an integer >= 0, got -1"),
         (base + ["--topic", "a/b", "--queue", "0", "--offset", "0"], 2, "The specified topic"),
+        (base + ["--topic", "Nope", "--queue", "0", "--offset", "0"], 2, "topic 'Nope' does not exist in store"),
         (base + ["--msg-id", "X", "--client-id", "Z"], 2, "--client-id 'Z' is not a consumer of group 'GID_seed003'"),
+        (base + ["--key", "k", "--max-msg-nums", "0"], 2, "max_msg_nums must be an integer from 1"),
         (["why", "--store", str(tmp_path / "nowhere"), "--group-file", str(group_file), "--key", "k"], 1,
          "StoreNotFoundError: no rocketfilter store at"),
     ]
@@ -60,18 +62,27 @@ def test_bad_input_is_one_line_before_spark(seeded, tmp_path, capsys, monkeypatc
         err = capsys.readouterr().err
         assert got == code, (args, err)
         lines = err.strip().splitlines()
-        assert len(lines) == 1 and fragment in lines[0] and "Traceback" not in err, (args, err)
+        assert len(lines) == 1 and lines[0].startswith("rocketfilter") and fragment in lines[0], (args, err)
+        assert "Traceback" not in err
 
 
 def test_the_entry_point_exits_2_in_one_line(seeded):
     store, group_file, _ = seeded
     env = dict(os.environ, PYTHONPATH=str(REPO))
     done = subprocess.run([sys.executable, "-m", "rocketfilter.cli", "why", "--store", store.uri, "--group-file",
-                           str(group_file), "--topic", TOPIC], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 2 and done.stderr.strip() == (
-        "rocketfilter: error: ValueError: give exactly one of --msg-id ID, --key K, or --topic T --queue Q "
-        "--offset O"), done.stderr
+                           str(group_file), "--topic", TOPIC], cwd=REPO, env=env, capture_output=True, text=True)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "give exactly one of --msg-id ID, --key K, or --topic T --queue Q --offset O" in lines[0]
+
+
+def test_runs_as_a_program_of_its_own(seeded, spark, capsys):
+    from rocketfilter.jobs.why import main as why
+
+    store, group_file, _ = seeded
+    assert why(["--store", store.uri, "--group-file", str(group_file), "--topic", TOPIC, "--queue", "3",
+                "--offset", "0"], spark=spark) == 0
+    assert "consumer B: FILTERED_BY_TAG_CODE" in capsys.readouterr().out
 
 
 def test_traces_by_position_msg_id_and_key(seeded, capsys):

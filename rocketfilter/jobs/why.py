@@ -6,42 +6,43 @@
 
 Prints :func:`rocketfilter.pull.explain_message.explain_message`'s trace: the verdict on the
 first line, then each step. Arguments, the group file and the store's existence are checked
-before Spark starts; errors are one line (exit 2 for bad input, 1 for anything else, such as a
-missing store); a trace, whatever its verdict, exits 0.
+before Spark starts; errors are one line (exit 2 for bad input, such as an unknown topic; 1 for
+anything else, such as a missing store); a trace, whatever its verdict, exits 0. ``--conf``,
+``--master``/``--remote`` and ``--verbose`` as for every command.
 """
 from __future__ import annotations
 
 import argparse
-from typing import Optional
 
-from pyspark.sql import SparkSession
+from rocketfilter.jobs import common
 
-from rocketfilter.jobs.groups import _open_store, _positive_int
-
-
-def _offset(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
-    return value
+NAME = "why"
+HELP = "why a consumer group did or did not consume one message"
 
 
 def add_why_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``why`` command's arguments under ``parser``."""
-    parser.add_argument("--store", required=True, help="the rocketfilter store URI")
+    """The ``why`` command's arguments under ``parser``, its handler :func:`why_command`."""
+    common.add_store_argument(parser)
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--group-file", metavar="FILE", help="a group file (.json, .yaml, .yml)")
-    which.add_argument("--group", metavar="NAME", help="a group stored in the store (save_group, or heartbeats)")
+    which.add_argument("--group", metavar="NAME", type=common.group_type,
+                       help="a group stored in the store (save_group, or heartbeats)")
     parser.add_argument("--msg-id", help="the message's offset msgId (or the client's UNIQ_KEY)")
     parser.add_argument("--key", help="a key the message carries (KEYS); --topic narrows the search")
-    parser.add_argument("--topic", help="the message's topic (with --queue and --offset, or with --key)")
-    parser.add_argument("--queue", type=_offset, metavar="Q", help="the message's queue id")
-    parser.add_argument("--offset", type=_offset, metavar="O", help="the message's queue offset")
+    parser.add_argument("--topic", type=common.topic_type,
+                        help="the message's topic (with --queue and --offset, or with --key)")
+    parser.add_argument("--queue", type=common.queue_id_type, metavar="Q", help="the message's queue id")
+    parser.add_argument("--offset", type=common.offset_type, metavar="O", help="the message's queue offset")
     parser.add_argument("--client-id", help="trace this consumer (default: the one that came closest)")
-    parser.add_argument("--max-msg-nums", type=_positive_int, default=32, help="messages per pull (default 32)")
+    parser.add_argument("--max-msg-nums", type=common.max_msg_nums_type, default=32,
+                        help="messages per pull (default 32)")
+    common.add_spark_arguments(parser)
+    parser.set_defaults(handler=why_command)
+
+
+def register(subparsers) -> None:
+    """Add ``why`` to the ``rocketfilter`` command (``rocketfilter.cli.COMMANDS``)."""
+    add_why_arguments(subparsers.add_parser(NAME, help=HELP, description=common.first_line(__doc__)))
 
 
 def _lookup(args: argparse.Namespace) -> dict:
@@ -57,6 +58,9 @@ def _lookup(args: argparse.Namespace) -> dict:
         raise ValueError("a message by position needs --topic, --queue and --offset together")
     if args.msg_id is not None and args.topic is not None:
         raise ValueError("--topic goes with --key or with --queue and --offset, not with --msg-id")
+    for name, value in (("--msg-id", args.msg_id), ("--key", args.key), ("--client-id", args.client_id)):
+        if value is not None and not value.strip():
+            raise ValueError(f"{name} is empty")
     if args.msg_id is not None:
         return {"msg_id": args.msg_id}
     if args.key is not None:
@@ -65,42 +69,33 @@ def _lookup(args: argparse.Namespace) -> dict:
 
 
 def _checked(args: argparse.Namespace):
-    """(group or its name, lookup), every argument checked; no Spark yet."""
+    """(group or its name, lookup), every argument checked, the store and the topic found; no
+    Spark yet."""
     from rocketfilter.consumer import ConsumerGroup
-    from rocketfilter.naming import validate_group, validate_topic
-    from rocketfilter.store.tables import store_exists
 
     lookup = _lookup(args)
-    if args.topic is not None:
-        validate_topic(args.topic)
-    for name, value in (("--msg-id", args.msg_id), ("--key", args.key), ("--client-id", args.client_id)):
-        if value is not None and not value.strip():
-            raise ValueError(f"{name} is empty")
-    group = ConsumerGroup.from_file(args.group_file) if args.group_file else validate_group(args.group)
+    common.check_settings(args)
+    group = ConsumerGroup.from_file(args.group_file) if args.group_file else args.group
     if args.client_id is not None and isinstance(group, ConsumerGroup) and args.client_id not in group.consumer_ids():
         raise ValueError(f"--client-id {args.client_id!r} is not a consumer of group {group.group!r} "
                          f"(consumers: {', '.join(group.consumer_ids()) or 'none'})")
-    if not store_exists(args.store):
-        from rocketfilter.store import StoreNotFoundError
-
-        raise StoreNotFoundError(f"no rocketfilter store at {args.store} (no commitlog Delta table there)")
+    tables = common.peek_store(args)  # StoreNotFoundError before Spark starts
+    if args.topic is not None:
+        common.require_topic(tables, args.topic)
     return group, lookup
 
 
-def why_command(args: argparse.Namespace, spark: Optional[SparkSession] = None) -> int:
+def why_command(args: argparse.Namespace, spark=None) -> int:
     """Trace the message for parsed ``args`` and print it; returns the exit code."""
     group, lookup = _checked(args)
     from rocketfilter.pull.explain_message import explain_message
-    from rocketfilter.session import get_spark
 
-    spark = get_spark(spark, app_name="rocketfilter-why")
-    store = _open_store(args.store, spark)
+    spark = common.start_spark(args, "rocketfilter-why", spark)
+    store = common.open_store(args, spark)
     print(explain_message(store, group, client_id=args.client_id, max_msg_nums=args.max_msg_nums, **lookup))
     return 0
 
 
-def register(subparsers) -> None:
-    """Add ``why`` to the command line's subcommands (``rocketfilter.cli``'s ``COMMANDS``)."""
-    parser = subparsers.add_parser("why", help="why a consumer group did or did not consume one message")
-    add_why_arguments(parser)
-    parser.set_defaults(handler=why_command)
+def main(argv=None, *, spark=None, prog: str = "rocketfilter why") -> int:
+    """``why`` as a program of its own (``main(["--store", ...])``)."""
+    return common.run_standalone(prog, HELP, add_why_arguments, argv, spark)
