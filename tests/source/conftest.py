@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rocketfilter.config import MessageStoreConfig
+from rocketfilter.source.offsets import queue_bounds
 from rocketfilter.store import MessageStore
 
 from .model import messages
@@ -54,3 +55,21 @@ def source_store(spark, tmp_path_factory):
 @pytest.fixture(scope="session")
 def source_rows(source_store) -> list:
     return messages(source_store, TOPIC)
+
+
+LOST = "LostTopic"
+
+
+@pytest.fixture(scope="session")
+def expired_store(spark, tmp_path_factory):
+    """40 messages in 2 queues, the oldest expired: commit-log "files" of 1 KiB, the first two
+    deleted and the ConsumeQueue cleaned; then two more deleted with the ConsumeQueue left as is
+    (its entries point at messages that are gone)."""
+    store = MessageStore.open(str(tmp_path_factory.mktemp("expired") / "store"), spark,
+                              MessageStoreConfig(mapped_file_size_commit_log=1024))
+    store.create_topic(LOST, read_queue_nums=2, write_queue_nums=2)
+    store.put_messages(topic_messages(LOST, 0, 40))
+    store.expire(before_commitlog_offset=2048)
+    cleaned = queue_bounds(store, LOST)
+    store.expire(before_commitlog_offset=4096, clean_consume_queue=False)
+    return store, cleaned

@@ -39,3 +39,27 @@ def consumer_receives(rows: Iterable[dict], topic: str, sub_string: str, express
         if accept(r):
             out.add((r["queue_id"], r["queue_offset"]))
     return out
+
+
+def pull_sequence_receives(store, topic: str, sub_string: str, expression_type: str,
+                           ranges: Dict[int, Tuple[int, int]]) -> Set[Key]:
+    """The same from the store's own pull loop: ``pull_sequence`` over ``ranges`` (its last pull
+    may run past an end: cut there), then the client's exact tag re-check."""
+    from pyspark.sql import functions as F
+
+    from rocketfilter.pull.filter import ExpressionMessageFilter
+    from rocketfilter.pull.sequence import pull_sequence
+    from rocketfilter.store.filter_data import ConsumerFilterManager
+    from rocketfilter.tags import tag_exact_predicate
+
+    sub = build_subscription(topic, sub_string, expression_type)
+    data = None
+    if expression_type == "SQL92":
+        data = ConsumerFilterManager(clock=lambda: 0).build(topic, "GID_model", sub_string, "SQL92", 1)
+    entries = pull_sequence(store, topic, ExpressionMessageFilter(sub, data, None),
+                            start_offsets={q: s for q, (s, _) in ranges.items()},
+                            end_offsets={q: e for q, (_, e) in ranges.items()})
+    tags = store.commitlog.read(store.spark, where=[("topic", "=", topic)]).select("commitlog_offset", "tags")
+    rows = (entries.join(tags, "commitlog_offset").where(tag_exact_predicate(sub, F.col("tags")))
+            .select("queue_id", "queue_offset").collect())
+    return {(q, o) for q, o in rows if ranges[q][0] <= o < ranges[q][1]}
