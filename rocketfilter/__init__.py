@@ -1,27 +1,20 @@
-"""rocketfilter: RocketMQ's message filtering for Spark and Delta (see README.md).
+"""rocketfilter: Apache RocketMQ's message filtering on Spark and Delta (see README.md).
 
-The package imports nothing heavy itself; these entry points load what they need when called.
+Importing the package imports nothing heavy (no Spark); the functions below load on first use.
+``register``, ``read`` and ``read_stream`` are the ``rocketmq`` data source's
+(:mod:`rocketfilter.source`, docs/source.md).
 """
-from __future__ import annotations
+_LAZY = {"read_messages": "rocketfilter.pull.read_messages",
+         "replay_group": "rocketfilter.pull.group_replay", "diagnose_group": "rocketfilter.pull.group_diagnosis",
+         "GroupDiagnosis": "rocketfilter.pull.group_diagnosis", "ConsumerGroup": "rocketfilter.consumer.group",
+         "register": "rocketfilter.source", "read": "rocketfilter.source",
+         "read_stream": "rocketfilter.source"}
+__all__ = sorted(_LAZY)
 
 
-def register(spark=None):
-    """Register the ``rocketmq`` data source with ``spark`` (see :mod:`rocketfilter.source`)."""
-    from rocketfilter.source import register as _register
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
 
-    return _register(spark)
-
-
-def read(spark, store, topic, sub_expression="*", expression_type="TAG", **options):
-    """A topic as a DataFrame of what a consumer of the subscription receives
-    (:func:`rocketfilter.source.read`)."""
-    from rocketfilter.source import read as _read
-
-    return _read(spark, store, topic, sub_expression, expression_type, **options)
-
-
-def read_stream(spark, store, topic, sub_expression="*", expression_type="TAG", **options):
-    """The same as a streaming DataFrame (:func:`rocketfilter.source.read_stream`)."""
-    from rocketfilter.source import read_stream as _read_stream
-
-    return _read_stream(spark, store, topic, sub_expression, expression_type, **options)
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from rocketfilter.checks import check_max_msg_nums
 from rocketfilter.offsets_spec import queue_offsets
 from rocketfilter.pull.batch import ENTRY_SCHEMA, PULL_SCHEMA
+from rocketfilter.pull.bits import bit, slot_for_filter
 from rocketfilter.pull.batch import pull_sequence as _pull_sequence
 from rocketfilter.pull.get_message import pull_limits
 from rocketfilter.pull.scan import is_sql_filter
@@ -66,15 +67,22 @@ def pull_sequence(store, topic: str, message_filter=None, *, max_msg_nums: int =
     lowest = min(starts.values())
     cq = cq.where(F.col("queue_offset") >= F.lit(lowest))
     cq_match = message_filter.consume_queue_column() if message_filter is not None else F.lit(True)
+    # Exact subscription bits of this decision (covering every start): no CommitLog read at all.
+    slot = slot_for_filter(store, topic, message_filter, {q: s for (_, q), s in starts.items()})
+    sql = is_sql_filter(message_filter)
+    if slot is not None and not sql:
+        cq_match = bit(slot)
     entries = cq.select("topic", "queue_id", "queue_offset", "commitlog_offset", "size",
                         cq_match.alias("cq_match"),
-                        (F.col("commitlog_offset") >= cl.min_commitlog_offset).alias("cl_present"))
-    if is_sql_filter(message_filter):
+                        (F.col("commitlog_offset") >= cl.min_commitlog_offset).alias("cl_present"),
+                        *([bit(slot).alias("cl_match")] if slot is not None and sql else []))
+    if sql and slot is None:
         matched = (store.commitlog.read(store.spark, where=[("topic", "=", topic)])
-                   .select("commitlog_offset", message_filter.commit_log_column().alias("cl_match")))
+                   .select("commitlog_offset", message_filter.commit_log_column(
+                       promoted=store.promoted_properties()).alias("cl_match")))
         entries = entries.join(matched, "commitlog_offset", "left") \
             .withColumn("cl_match", F.coalesce("cl_match", F.lit(False)))
-    else:
+    elif not sql:
         entries = entries.withColumn("cl_match", F.lit(True))
     result = _pull_sequence(entries, max_msg_nums=max_msg_nums,
                             max_offset_py=cl.next_commitlog_offset, limits=pull_limits(store.config),

@@ -17,6 +17,8 @@ from rocketfilter.store.dispatch import dispatch, write_consumequeue
 # StoreNotEmptyError is re-exported: callers import it from here.
 from rocketfilter.store.errors import StoreNotEmptyError
 from rocketfilter.store.importer import scan_store
+from rocketfilter.store.promote import promote_configured
+from rocketfilter.store.promoted import frequent_user_properties, with_promoted
 from rocketfilter.store.state import DISPATCH_APP_ID, CommitLogState, ConsumeQueueState
 from rocketfilter.store.tables import StoreTables
 from rocketfilter.store.topics import create_topic, topic_config
@@ -51,9 +53,13 @@ def import_store(tables: StoreTables, path: str, *, skip_damaged: bool = False):
     )
     for r in queue_ends:
         state.queues.setdefault(r["topic"], {})[r["queue_id"]] = int(r["last"]) + 1
+    # Promote what the settings name, and each topic's most frequent user properties.
+    top = tables.config.promote_top_properties
+    promote_configured(tables, frequent_user_properties(cl, top) if top else ())
     table = tables.table(S.COMMITLOG)
     version = table.version()
-    adds = table.write(cl.repartitionByRange(report_partitions(report), "commitlog_offset")
+    adds = table.write(with_promoted(cl, table.schema)
+                       .repartitionByRange(report_partitions(report), "commitlog_offset")
                        .sortWithinPartitions("commitlog_offset"))
     table.commit(adds, expected_version=version, custom_metadata=state.to_metadata(),
                  operation="WRITE")
@@ -71,7 +77,7 @@ def import_store(tables: StoreTables, path: str, *, skip_damaged: bool = False):
     n_units = sum(int(r["n"]) for r in ranges)
     cq_table = tables.table(S.CONSUMEQUEUE)
     cq_version = cq_table.version()
-    adds = write_consumequeue(tables, cq, n_units) if n_units else []
+    adds = cq_table._adds(write_consumequeue(tables, cq, n_units), True) if n_units else []
     cq_table.commit(adds, expected_version=cq_version, app_transaction=(DISPATCH_APP_ID, dispatched),
                     custom_metadata=cq_state.to_metadata())
     scanned.unpersist()
