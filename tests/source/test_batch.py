@@ -9,11 +9,13 @@ from datetime import datetime
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 import rocketfilter
 from rocketfilter.source.offsets import queue_bounds
 from rocketfilter.source.options import SourceOptionError, SourceOptions
+from rocketfilter.source.schema import TIMESTAMPS
 
 from .conftest import LOST, TOPIC
 from .model import consumer_receives, messages, pull_sequence_receives
@@ -50,6 +52,28 @@ def test_batch_reads_agree_with_pull_sequence(spark, source_store):
         got = _keys(df)
         assert len(got) == len(set(got))
         assert set(got) == pull_sequence_receives(source_store, TOPIC, sub, kind, ranges)
+
+    check()
+
+
+def test_batch_reads_agree_with_read_messages(spark, source_store):
+    from rocketfilter.pull.read_messages import read_messages
+
+    bounds = queue_bounds(source_store, TOPIC)
+
+    @settings(max_examples=4, deadline=None, database=None)
+    @given(reads(bounds))
+    def check(read):
+        sub, kind, ranges = read
+        df = rocketfilter.read(spark, source_store.uri, TOPIC, sub, kind,
+                               startingOffsets=_json(ranges, False), endingOffsets=_json(ranges, True))
+        rows = df.collect()
+        got = {(r.queue_id, r.queue_offset): r.asDict(recursive=True) for r in rows}
+        want = read_messages(source_store, TOPIC, sub, kind, start={q: s for q, (s, _) in ranges.items()},
+                             end={q: e for q, (_, e) in ranges.items()})
+        want = want.select(*[F.timestamp_millis(c).alias(c) if c in TIMESTAMPS else c for c in df.columns])
+        assert got == {(r.queue_id, r.queue_offset): r.asDict(recursive=True) for r in want.collect()}
+        assert len(rows) == len(got)
 
     check()
 
