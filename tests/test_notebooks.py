@@ -18,3 +18,16 @@ def test_consumer_groups_notebook(spark, tmp_path, monkeypatch, capsys):
     assert "Subscriptions: INCONSISTENT" in out and "lost: 6 message(s):" in out
     assert "stored groups: ['GID_seed003']" in out
     assert "consistent: True | consumed: {'A': 4, 'B': 4} | lost: {}" in out
+
+
+STREAMING = Path(__file__).resolve().parents[1] / "notebooks" / "05_streaming.py"
+
+
+def test_streaming_notebook(spark, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("STORE", str(tmp_path / "streaming"))
+    names = runpy.run_path(str(STREAMING), init_globals={"spark": spark}, run_name="__notebook__")
+    out = capsys.readouterr().out
+    assert names["matches"] is True and len(names["streamed"]) > 0
+    assert len(names["batches"]) >= 3   # one stream across three puts, batches of at most 25 offsets
+    assert names["committed"] == {q: names["store"].get_max_offset_in_queue("Orders", q) for q in range(4)}
+    assert "same as read_messages, each once: True" in out

@@ -118,9 +118,37 @@ class RocketMQWriter(DataSourceArrowWriter):
                         key=lambda m: m.partition)
         try:
             if staged:
+                self._check_queues([m.path for m in staged])
                 put_staged(self.store, [m.path for m in staged], self.topic, self.storage_options)
         finally:
             self._clean()
+
+    def _check_queues(self, files: List[str]) -> None:
+        """The put's own topic and queue check (``put._check_topics``) on the staged rows' topics
+        and queue ids, before paying for a Spark start: only where it changes nothing (every
+        topic exists); the put checks again, and reports null topics and what else it refuses."""
+        from rocketfilter.config import MessageStoreConfig
+        from rocketfilter.store.put import _check_topics, _wanted
+        from rocketfilter.store.tables import StoreTables
+        from rocketfilter.store.topics import topics
+
+        pairs = set()
+        for path in files:   # the distinct (topic, queue_id) of each file, not its rows
+            fs, local = filesystem_path(path)
+            staged = pq.ParquetFile(fs.open_input_file(local))
+            rows = staged.read(columns=[c for c in ("topic", "queue_id") if c in staged.schema_arrow.names])
+            if self.topic is not None or "topic" not in rows.column_names:
+                rows = rows.drop_columns([c for c in ("topic",) if c in rows.column_names])
+                rows = rows.append_column("topic", pa.array([self.topic] * staged.metadata.num_rows, pa.string()))
+            if "queue_id" not in rows.column_names:
+                rows = rows.append_column("queue_id", pa.nulls(staged.metadata.num_rows, pa.int32()))
+            distinct = rows.group_by(["topic", "queue_id"]).aggregate([])
+            pairs.update(zip(distinct.column("topic").to_pylist(), distinct.column("queue_id").to_pylist()))
+        tables = StoreTables(self.store, None, MessageStoreConfig(), storage_options=self.storage_options,
+                             create=False)
+        wanted = _wanted(pairs)
+        if None not in wanted and set(wanted) <= set(topics(tables)):
+            _check_topics(tables, wanted)
 
     def abort(self, messages: List[Optional[StagedRows]]) -> None:
         self._clean()

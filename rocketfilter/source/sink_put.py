@@ -28,6 +28,11 @@ def put_files(spark, request: dict) -> int:
 def main() -> int:
     request = json.loads(sys.stdin.read())
     try:
+        from rocketfilter.store.errors import StoreNotFoundError
+        from rocketfilter.store.tables import store_exists
+
+        if not store_exists(request["store"], request.get("storage_options")):   # before a Spark start
+            raise StoreNotFoundError(f"no rocketfilter store at {request['store']}")
         from pyspark.sql import SparkSession
 
         from rocketfilter.session import get_spark

@@ -95,3 +95,18 @@ def test_empty_ranges_plan_no_task(source_store):
     options = _options(source_store, "*", "TAG")
     bounds = queue_bounds(source_store, TOPIC)
     assert plan_scan(open_store(options), TOPIC, {q: (hi, hi) for q, (_, hi) in bounds.items()}) == []
+
+
+def test_a_narrow_range_reads_only_the_row_groups_that_hold_it(source_store, source_rows):
+    from rocketfilter.store import footers
+
+    options = _options(source_store, "*", "TAG")
+    _, hi = queue_bounds(source_store, TOPIC)[0]
+    parts = plan_scan(open_store(options), TOPIC, {0: (hi - 3, hi)})
+    planned = [g for p in parts for _, groups in p.commitlog_groups for g in groups]
+    total = sum(len(footers.row_group_stats(f.path)) for f in source_store.commitlog.files())
+    # 3 messages 8 CommitLog rows apart (4 queues, 2 topics), row groups of 16 rows: 1 to 3 groups
+    assert -1 not in planned and 1 <= len(planned) <= 3 and total >= 15
+    keys, _ = scan(source_store, options, {0: (hi - 3, hi)})
+    assert sorted(keys) == [(0, o) for o in range(hi - 3, hi)
+                            if (0, o) in consumer_receives(source_rows, TOPIC, "*", "TAG")]

@@ -65,3 +65,11 @@ def test_append_only(spark, sink_store):
     with pytest.raises(Exception) as info:
         df.write.format("rocketmq").mode("overwrite").option("store", sink_store.uri).option("topic", SINK).save()
     assert "append-only" in str(info.value)
+
+
+def test_an_error_of_the_put_process_is_the_writes_error(tmp_path):
+    from rocketfilter.source.sink import put_staged
+
+    with pytest.raises(RuntimeError) as info:
+        put_staged(str(tmp_path / "gone"), [str(tmp_path / "part.parquet")], "T", None)
+    assert "the put into" in str(info.value) and "no rocketfilter store at" in str(info.value)
