@@ -125,10 +125,14 @@ print("micro-batches (id, rows):", batches)
 
 # COMMAND ----------
 
-from deltalake import DeltaTable  # noqa: E402
+if "DATABRICKS_RUNTIME_VERSION" in os.environ:
+    streamed = [(r.queue_id, r.queue_offset) for r in
+                spark.read.format("delta").load(TABLE).select("queue_id", "queue_offset").collect()]
+else:
+    from deltalake import DeltaTable
 
-table = DeltaTable(TABLE).to_pyarrow_table(columns=["queue_id", "queue_offset"])
-streamed = list(zip(table.column("queue_id").to_pylist(), table.column("queue_offset").to_pylist()))
+    table = DeltaTable(TABLE).to_pyarrow_table(columns=["queue_id", "queue_offset"])
+    streamed = list(zip(table.column("queue_id").to_pylist(), table.column("queue_offset").to_pylist()))
 expected = {(r.queue_id, r.queue_offset) for r in
             rocketfilter.read_messages(store, TOPIC, SELECTOR, "SQL92").select("queue_id", "queue_offset").collect()}
 matches = len(streamed) == len(set(streamed)) and set(streamed) == expected
