@@ -38,7 +38,13 @@ def register(spark=None):
             return spark
     except TypeError:
         pass
-    spark.dataSource.register(RocketMQDataSource)
+    try:
+        spark.dataSource.register(RocketMQDataSource)
+    except Exception as error:  # noqa: BLE001 - pyspark raises AnalysisException by error class
+        # Spark looks format names up in the active session: there it resolves already.
+        if "DATA_SOURCE_ALREADY_EXISTS" not in str(error):
+            raise
+        log.debug("format %s already resolves for this session: %s", FORMAT, error)
     try:
         _REGISTERED.add(spark)
     except TypeError:  # not weak-referenceable: registering again is harmless
