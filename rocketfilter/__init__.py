@@ -1,12 +1,16 @@
 """rocketfilter: Apache RocketMQ's message filtering on Spark and Delta (see README.md).
 
 Importing the package imports nothing heavy (no Spark); the functions below load on first use.
+``register``, ``read`` and ``read_stream`` are the ``rocketmq`` data source's
+(:mod:`rocketfilter.source`, docs/source.md).
 """
 _LAZY = {"read_messages": "rocketfilter.pull.read_messages",
          "replay_group": "rocketfilter.pull.group_replay", "diagnose_group": "rocketfilter.pull.group_diagnosis",
          "GroupDiagnosis": "rocketfilter.pull.group_diagnosis", "ConsumerGroup": "rocketfilter.consumer.group",
          "explain_message": "rocketfilter.pull.explain_message", "MessageTrace": "rocketfilter.pull.message_trace",
-         "Verdict": "rocketfilter.pull.message_trace"}
+         "Verdict": "rocketfilter.pull.message_trace",
+         "register": "rocketfilter.source", "read": "rocketfilter.source",
+         "read_stream": "rocketfilter.source"}
 __all__ = sorted(_LAZY)
 
 

@@ -205,6 +205,19 @@ def string_ends_with(s: str, suffix: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 # The boxed parsers
 
+# The first code point (the zero) of every run of ten non-ASCII decimal digits in the BMP:
+# Character.digit(ch, 10) accepts exactly these (category Nd). Java parses UTF-16 units, so a
+# supplementary-plane digit is two surrogates, neither of them a digit: those are left out.
+# Every Nd block is a contiguous 0..9 run; tests/selector/test_javacasts.py rebuilds this list
+# from unicodedata and checks it. Both the Spark and the Arrow parsers translate them to ASCII.
+NON_ASCII_ZEROS = (
+    0x0660, 0x06F0, 0x07C0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6, 0x0C66, 0x0CE6,
+    0x0D66, 0x0DE6, 0x0E50, 0x0ED0, 0x0F20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0,
+    0x1A80, 0x1A90, 0x1B50, 0x1BB0, 0x1C40, 0x1C50, 0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0,
+    0xAA50, 0xABF0, 0xFF10,
+)
+
+
 def _java_digit(ch: str) -> int:
     """Character.digit(ch, 10): the value of a decimal digit (category Nd), else -1.
 

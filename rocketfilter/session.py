@@ -8,6 +8,7 @@ accepted too; on a remote server only the portable SQL settings apply.
 """
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shlex
@@ -21,6 +22,8 @@ from pyspark.sql import SparkSession
 
 from rocketfilter.spark_logs import LOG4J2_PROPERTIES, log4j2_java_option, names_log_config, quiet_spark_logs
 from rocketfilter.spark_mode import is_connect
+
+log = logging.getLogger(__name__)
 
 __all__ = ["configure_spark", "get_spark", "is_connect", "quiet_spark_logs", "LOG4J2_PROPERTIES"]
 
@@ -193,7 +196,8 @@ def get_spark(
     testing: bool = False,
     verbose: bool = False,
 ) -> SparkSession:
-    """Return a ready SparkSession, classic or Spark Connect.
+    """Return a ready SparkSession, classic or Spark Connect, with the ``rocketmq`` data source
+    registered (:mod:`rocketfilter.source`).
 
     An existing session (classic or Connect) is returned as is; a builder (classic, or Connect
     through ``.remote(url)``) is decorated by :func:`configure_spark` and then
@@ -215,11 +219,11 @@ def get_spark(
     True
     """
     if _is_session(spark_or_builder):
-        return spark_or_builder
+        return _with_source(spark_or_builder)
     if spark_or_builder is None:
         active = SparkSession.getActiveSession()
         if active is not None:
-            return active
+            return _with_source(active)
         spark_or_builder = SparkSession.builder.appName(app_name)
     elif not _is_builder(spark_or_builder):
         raise TypeError(
@@ -240,4 +244,17 @@ def get_spark(
         spark = builder.getOrCreate()
     if jvm_here:
         quiet_spark_logs(verbose=verbose)  # starting the context may have put Spark's profile back
+    return _with_source(spark)
+
+
+def _with_source(spark):
+    """``spark`` with the ``rocketmq`` data source registered (once per session). A session
+    that cannot take it (a Connect server without Python data sources) is still returned, with
+    a warning: only ``format("rocketmq")`` is then missing."""
+    try:
+        from rocketfilter.source import register
+
+        register(spark)
+    except Exception as error:  # noqa: BLE001 - the session itself is fine
+        log.warning("could not register the rocketmq data source with this session: %s", error)
     return spark

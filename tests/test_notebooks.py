@@ -36,3 +36,16 @@ def test_why_not_delivered_notebook(spark, tmp_path, monkeypatch, capsys):
                  "committed offset of queue 2 is 3 > 2: consumed", "[STOP] tag_code:", "[STOP] client_recheck:",
                  "below the CommitLog's min offset 1000: retention removed it"):
         assert line in out, out
+
+
+STREAMING = Path(__file__).resolve().parents[1] / "notebooks" / "05_streaming.py"
+
+
+def test_streaming_notebook(spark, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("STORE", str(tmp_path / "streaming"))
+    names = runpy.run_path(str(STREAMING), init_globals={"spark": spark}, run_name="__notebook__")
+    out = capsys.readouterr().out
+    assert names["matches"] is True and len(names["streamed"]) > 0
+    assert len(names["batches"]) >= 3   # one stream across three puts, batches of at most 25 offsets
+    assert names["committed"] == {q: names["store"].get_max_offset_in_queue("Orders", q) for q in range(4)}
+    assert "same as read_messages, each once: True" in out

@@ -13,17 +13,10 @@ from typing import Tuple
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-# The first code point (the zero) of every run of ten non-ASCII decimal digits in the BMP:
-# Character.digit(ch, 10) accepts exactly these (category Nd). Java parses UTF-16 units, so a
-# supplementary-plane digit is two surrogates, neither of them a digit: those are left out.
-# Every Nd block is a contiguous 0..9 run; tests/selector/test_javacasts.py rebuilds this list
-# from unicodedata and checks it.
-NON_ASCII_ZEROS = (
-    0x0660, 0x06F0, 0x07C0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6, 0x0C66, 0x0CE6,
-    0x0D66, 0x0DE6, 0x0E50, 0x0ED0, 0x0F20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0,
-    0x1A80, 0x1A90, 0x1B50, 0x1BB0, 0x1C40, 0x1C50, 0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0,
-    0xAA50, 0xABF0, 0xFF10,
-)
+# The zeros of the non-ASCII decimal digit runs Java's parsers accept; shared with the Arrow
+# backend, so they live with the other Java rules.
+from ..javalang import NON_ASCII_ZEROS
+
 # translate() arguments: each non-ASCII digit and the ASCII digit of the same value.
 NON_ASCII_DIGITS = "".join(chr(zero + d) for zero in NON_ASCII_ZEROS for d in range(10))
 ASCII_EQUIVALENTS = "0123456789" * len(NON_ASCII_ZEROS)

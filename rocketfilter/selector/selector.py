@@ -10,6 +10,7 @@ from .hints import explain_ignored
 from .parser import parse_tree, readable
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .arrow import ArrowSelector
     from pyspark.sql import Column
     from pyspark.sql.types import StructType
 
@@ -117,6 +118,20 @@ class Selector:
 
         compiled = compile_selector(self.ast, properties, schema, promoted=promoted)
         return {"matched": compiled.decision, "raw": compiled.raw, "error": compiled.error}
+
+    def to_arrow(self, properties: Optional[str] = "properties",
+                 columns: Optional[Mapping[str, str]] = None) -> "ArrowSelector":
+        """The broker's decision over Arrow batches, with numpy and Arrow kernels (no Spark):
+        what the ``rocketmq`` data source's readers apply on executors. ``properties`` names a
+        ``map<string,string>`` column; with None each property is a typed top-level column
+        (named by ``columns``, default the property's name).
+
+        >>> parse("age BETWEEN 6 AND 9").to_arrow().matches(batch)   # doctest: +SKIP
+        array([ True, False])
+        """
+        from .arrow import compile_arrow
+
+        return compile_arrow(self.ast, properties, columns)
 
     def lint(self, known_properties=None) -> list:
         """What the selector does that its author may not expect, as ``SelectorWarning``s.

@@ -129,25 +129,38 @@ _ACCEPTED: Dict[str, tuple] = {
 }
 
 
+def _accepted(name: str, dtype) -> bool:
+    ok = isinstance(dtype, _ACCEPTED[name])
+    if isinstance(dtype, T.ArrayType):
+        ok = isinstance(dtype.elementType, T.StringType)
+    if isinstance(dtype, T.MapType):
+        ok = isinstance(dtype.keyType, T.StringType) and isinstance(dtype.valueType, T.StringType)
+    return ok
+
+
+def check_input_schema(schema: T.StructType) -> None:
+    """PutMessageError naming the column for a missing topic column or a wrong type (columns
+    the store does not know are ignored)."""
+    names = schema.fieldNames()
+    if "topic" not in names:
+        raise PutMessageError(f"put_messages needs a 'topic' column; got {names}")
+    for field in INPUT_SCHEMA.fields:
+        if field.name in names and not _accepted(field.name, schema[field.name].dataType):
+            raise PutMessageError(f"put_messages: column {field.name!r} has type "
+                                  f"{schema[field.name].dataType.simpleString()}, expected "
+                                  f"{field.dataType.simpleString()}")
+
+
 def conform(df: DataFrame) -> DataFrame:
     """Select the input columns the store knows (others are ignored), adding nulls for absent
     ones; PutMessageError naming the column for a missing topic column or a wrong type."""
-    if "topic" not in df.columns:
-        raise PutMessageError(f"put_messages needs a 'topic' column; got {df.columns}")
+    check_input_schema(df.schema)
     cols = []
     for field in INPUT_SCHEMA.fields:
         if field.name not in df.columns:
             cols.append(F.lit(None).cast(field.dataType).alias(field.name))
             continue
         dtype = df.schema[field.name].dataType
-        ok = isinstance(dtype, _ACCEPTED[field.name])
-        if isinstance(dtype, T.ArrayType):
-            ok = isinstance(dtype.elementType, T.StringType)
-        if isinstance(dtype, T.MapType):
-            ok = isinstance(dtype.keyType, T.StringType) and isinstance(dtype.valueType, T.StringType)
-        if not ok:
-            raise PutMessageError(f"put_messages: column {field.name!r} has type "
-                                  f"{dtype.simpleString()}, expected {field.dataType.simpleString()}")
         col = F.col(field.name)
         if isinstance(dtype, T.StringType) and field.name == "body":
             col = F.encode(col, "UTF-8")

@@ -1,0 +1,51 @@
+"""The put half of the ``rocketmq`` sink (:mod:`.sink`): ``python -m rocketfilter.source.sink_put``
+reads a JSON request on stdin (``store``, staged parquet ``files``, ``topic``,
+``storage_options``), runs ``put_messages`` over the files in a local Spark session, and prints
+one JSON line: ``{"messages": n}``, or ``{"error": <class>, "message": ...}`` with exit code 2.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from functools import reduce
+
+
+def put_files(spark, request: dict) -> int:
+    """``put_messages`` of the request's staged files, in order, into its store; the count."""
+    from pyspark.sql import functions as F
+
+    from rocketfilter.store import MessageStore
+
+    store = MessageStore.open(request["store"], spark, storage_options=request.get("storage_options"),
+                              create=False)
+    # One file is one partition: the union keeps the tasks' order, and each task's row order.
+    df = reduce(lambda a, b: a.unionByName(b), [spark.read.parquet(f) for f in request["files"]])
+    if request.get("topic"):
+        df = df.withColumn("topic", F.lit(request["topic"]))
+    return store.put_messages(df).count()
+
+
+def main() -> int:
+    request = json.loads(sys.stdin.read())
+    try:
+        from rocketfilter.store.errors import StoreNotFoundError
+        from rocketfilter.store.tables import store_exists
+
+        if not store_exists(request["store"], request.get("storage_options")):   # before a Spark start
+            raise StoreNotFoundError(f"no rocketfilter store at {request['store']}")
+        from pyspark.sql import SparkSession
+
+        from rocketfilter.session import get_spark
+
+        spark = get_spark(SparkSession.builder.master("local[2]").appName("rocketfilter-sink")
+                          .config("spark.ui.enabled", "false"))
+        n = put_files(spark, request)
+    except Exception as error:  # noqa: BLE001 - reported to the writer, which raises it
+        print(json.dumps({"error": type(error).__name__, "message": str(error)}))
+        return 2
+    print(json.dumps({"messages": n}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

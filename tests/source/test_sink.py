@@ -1,0 +1,75 @@
+"""``df.write.format("rocketmq")``: rows appended through ``put_messages`` and read back by the
+source; the put's checks and errors, before any task (column types) or from the put itself (a
+queue out of range), with nothing appended; append only. Each save that reaches the put starts a
+local Spark process (rocketfilter.source.sink_put): two here."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import rocketfilter
+from rocketfilter.store import MessageStore
+
+SINK = "SinkTopic"
+
+
+@pytest.fixture(scope="module")
+def sink_store(spark, tmp_path_factory):
+    store = MessageStore.open(str(tmp_path_factory.mktemp("sink") / "store"), spark)
+    store.create_topic(SINK, read_queue_nums=2, write_queue_nums=2)
+    return store
+
+
+def _write(df, store, **options):
+    writer = df.write.format("rocketmq").mode("append").option("store", store.uri)
+    for k, v in options.items():
+        writer = writer.option(k, v)
+    writer.save()
+
+
+def test_rows_are_appended_as_messages(spark, sink_store):
+    rocketfilter.register(spark)
+    df = spark.createDataFrame(
+        [("ignored", f"Tag{i % 2}", [f"k{i}", "x"], {"n": str(i)}, f"body{i}", i % 2) for i in range(12)],
+        "topic string, tags string, keys array<string>, properties map<string,string>, body string, queue_id int"
+    ).repartition(3)
+    _write(df, sink_store, topic=SINK)   # the option wins over the column
+    got = rocketfilter.read(spark, sink_store.uri, SINK, "n > 5", "SQL92").collect()
+    assert sorted(r.keys for r in got) == sorted(f"k{i} x" for i in range(6, 12))
+    assert all(r.queue_id == int(r.properties["n"]) % 2 and r.body == f"body{r.properties['n']}".encode()
+               and r.tags == f"Tag{int(r.properties['n']) % 2}" for r in got)
+    assert sink_store.get_max_offset_in_queue(SINK, 0) + sink_store.get_max_offset_in_queue(SINK, 1) == 12
+    assert sorted(r.queue_offset for r in rocketfilter.read(spark, sink_store.uri, SINK).collect()) == \
+        sorted(list(range(6)) * 2)   # each queue's offsets 0..5, assigned once
+    assert os.listdir(os.path.join(sink_store.uri, "_sink")) == []   # staged files removed
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda s: s.createDataFrame([(1,)], "x int"), "needs a 'topic' column"),
+    (lambda s: s.createDataFrame([(SINK, "x")], "topic string, flag string"), "column 'flag' has type"),
+    (lambda s: s.createDataFrame([(SINK, 5)], "topic string, queue_id int"), "queue_id 5 is outside 0..1"),
+])
+def test_the_put_checks_and_nothing_is_appended(spark, sink_store, make, message):
+    rocketfilter.register(spark)
+    before = sink_store.commitlog_state().next_commitlog_offset
+    with pytest.raises(Exception) as info:
+        _write(make(spark), sink_store)
+    assert message in str(info.value)
+    assert sink_store.commitlog_state().next_commitlog_offset == before
+
+
+def test_append_only(spark, sink_store):
+    rocketfilter.register(spark)
+    df = spark.createDataFrame([("T",)], "tags string")
+    with pytest.raises(Exception) as info:
+        df.write.format("rocketmq").mode("overwrite").option("store", sink_store.uri).option("topic", SINK).save()
+    assert "append-only" in str(info.value)
+
+
+def test_an_error_of_the_put_process_is_the_writes_error(tmp_path):
+    from rocketfilter.source.sink import put_staged
+
+    with pytest.raises(RuntimeError) as info:
+        put_staged(str(tmp_path / "gone"), [str(tmp_path / "part.parquet")], "T", None)
+    assert "the put into" in str(info.value) and "no rocketfilter store at" in str(info.value)
