@@ -129,6 +129,17 @@ def _merge_queues(state: ConsumeQueueState, ranges: List) -> ConsumeQueueState:
     return ConsumeQueueState(state.dispatched, queues, state.bits)
 
 
+def _rows_within(files, lo: int, hi: int) -> Optional[int]:
+    """The rows of ``files`` when their statistics put every row in ``[lo, hi)`` of the
+    CommitLog (what a put leaves for its dispatch), else None: a progress total for free."""
+    if not files or any(f.num_records < 0 or f.min.get("commitlog_offset") is None
+                        or f.max.get("commitlog_offset") is None for f in files):
+        return None
+    if all(lo <= f.min["commitlog_offset"] and f.max["commitlog_offset"] < hi for f in files):
+        return sum(f.num_records for f in files)
+    return None
+
+
 def dispatch(tables: StoreTables, *, to_commitlog_offset: Optional[int] = None,
              progress: ProgressOption = False) -> DispatchReport:
     """Dispatch every CommitLog row not yet in the ConsumeQueue, in one ConsumeQueue commit.
@@ -156,7 +167,9 @@ def dispatch(tables: StoreTables, *, to_commitlog_offset: Optional[int] = None,
         new = tables.commitlog.read(tables.spark, where=where, files=files)
         # One read of the new rows: each file written holds one stretch of one queue, so the
         # queues' new ranges come from the files' own statistics.
-        with progress_block(tables.spark, progress, "dispatch"):
+        total = _rows_within(files, state.dispatched, end)
+        with progress_block(tables.spark, progress, "dispatch", unit="messages" if total else "tasks",
+                            total=total):
             written = write_consumequeue(tables, consumequeue_rows(tables, new, slots))
         adds = cq._adds(written, True)
         try:
