@@ -47,6 +47,23 @@ class JvmPeak(threading.Thread):
             time.sleep(0.2)
 
 
+def bench_messages(spark, n: int):
+    """The bench topic's ``n`` messages as a DataFrame for ``put_messages`` (also used by
+    bench/group_replay.py): tags Tag0..Tag4, five properties, 200-byte bodies."""
+    from pyspark.sql import functions as F
+
+    return (spark.range(0, n, numPartitions=max(2, n // 500_000))
+            .select(F.lit("BenchTopic").alias("topic"),
+                    F.concat(F.lit("Tag"), (F.col("id") % 5).cast("string")).alias("tags"),
+                    F.create_map(F.lit("age"), (F.col("id") % 20).cast("string"),
+                                 F.lit("name"), F.concat(F.lit("user"), (F.col("id") % 97).cast("string")),
+                                 F.lit("region"), F.element_at(F.array(*[F.lit(r) for r in ("eu", "us", "ap")]),
+                                                               (F.col("id") % 3 + 1).cast("int")),
+                                 F.lit("isGender"), F.when(F.col("id") % 2 == 0, "true").otherwise("false"),
+                                 F.lit("seq"), F.col("id").cast("string")).alias("properties"),
+                    F.encode(F.rpad(F.col("id").cast("string"), 200, "x"), "UTF-8").alias("body")))
+
+
 def _jvm_pid(spark) -> int:
     return int(spark.sparkContext._jvm.ProcessHandle.current().pid())
 
@@ -59,7 +76,6 @@ def main() -> None:
     args = parser.parse_args()
 
     from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
 
     from rocketfilter.config import MessageStoreConfig
     from rocketfilter.session import get_spark
@@ -76,16 +92,7 @@ def main() -> None:
     store.create_topic("BenchTopic", read_queue_nums=QUEUES, write_queue_nums=QUEUES)
 
     n = args.messages
-    df = (spark.range(0, n, numPartitions=max(2, n // 500_000))
-          .select(F.lit("BenchTopic").alias("topic"),
-                  F.concat(F.lit("Tag"), (F.col("id") % 5).cast("string")).alias("tags"),
-                  F.create_map(F.lit("age"), (F.col("id") % 20).cast("string"),
-                               F.lit("name"), F.concat(F.lit("user"), (F.col("id") % 97).cast("string")),
-                               F.lit("region"), F.element_at(F.array(*[F.lit(r) for r in ("eu", "us", "ap")]),
-                                                             (F.col("id") % 3 + 1).cast("int")),
-                               F.lit("isGender"), F.when(F.col("id") % 2 == 0, "true").otherwise("false"),
-                               F.lit("seq"), F.col("id").cast("string")).alias("properties"),
-                  F.encode(F.rpad(F.col("id").cast("string"), 200, "x"), "UTF-8").alias("body")))
+    df = bench_messages(spark, n)
     driver_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
     t0 = time.perf_counter()

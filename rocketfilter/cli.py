@@ -51,6 +51,7 @@ def guarded(prog: str, action: Callable[[], int]) -> int:
 
 def build_parser(prog: str = "rocketfilter") -> argparse.ArgumentParser:
     from rocketfilter.demo import add_demo_arguments, demo_command
+    from rocketfilter.jobs.groups import add_groups_arguments, groups_command
 
     parser = OneLineArgumentParser(prog=prog, description="RocketMQ message filtering on Spark.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
@@ -59,6 +60,18 @@ def build_parser(prog: str = "rocketfilter") -> argparse.ArgumentParser:
     add_demo_arguments(demo)
     add_verbose_argument(demo)
     demo.set_defaults(handler=demo_command)
+    groups = commands.add_parser("groups", help="replay or diagnose a consumer group on a store's topic")
+    add_groups_arguments(groups)
+    groups.set_defaults(handler=groups_command)
+
+    from rocketfilter.jobs.maintenance import (add_backfill_arguments, add_promote_arguments,
+                                               backfill_command, promote_command)
+    promote = commands.add_parser("promote", help="parse properties once: typed CommitLog columns")
+    add_promote_arguments(promote)
+    promote.set_defaults(handler=promote_command)
+    backfill = commands.add_parser("backfill", help="compute exact subscription bits for history")
+    add_backfill_arguments(backfill)
+    backfill.set_defaults(handler=backfill_command)
     return parser
 
 

@@ -21,7 +21,8 @@ from rocketfilter.cli import OneLineArgumentParser, add_verbose_argument, guarde
 
 
 def _summary(report) -> str:
-    """One line of counts from the importer's report."""
+    """One line of counts from the importer's report, then one line per broker config file
+    (``config/consumerOffset.json``, ``topics.json``, ...): what it brought, or why it was skipped."""
     text = (f"imported {report.messages} messages from {report.commitlog_files} commit-log files,"
             f" {report.cq_units} consume-queue units from {report.consumequeue_files} files,"
             f" {len(report.topics)} topics")
@@ -29,12 +30,12 @@ def _summary(report) -> str:
         first = report.damaged[0]
         text += (f"; skipped {report.damaged_count} damaged items"
                  f" (first: {first.file}: byte {first.byte_offset}: {first.reason})")
-    return text
+    return "\n".join([text, *(report.config.lines() if report.config is not None else ())])
 
 
 def main(argv=None) -> int:
     parser = OneLineArgumentParser(prog="import_store.py",
-                                   description="Import a RocketMQ broker store (commitlog/, consumequeue/).")
+                                   description="Import a RocketMQ broker store (commitlog/, consumequeue/, config/).")
     parser.add_argument("--store", required=True, help="the rocketfilter store URI to import into (new or empty)")
     parser.add_argument("--source", required=True, help="the broker store directory or URI")
     parser.add_argument("--skip-damaged", action="store_true",

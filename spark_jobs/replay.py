@@ -134,7 +134,9 @@ def replay(store, sub, group: str, max_msg_nums: int):
         pulls = pull_sequence(store, topic, f, max_msg_nums=max_msg_nums, output="pulls")
     else:  # a topic without messages: nothing to pull
         entries, pulls = spark.createDataFrame([], ENTRY_SCHEMA), spark.createDataFrame([], PULL_SCHEMA)
-    commitlog = store.commitlog.read(spark, where=[("topic", "=", topic)])
+    from rocketfilter.store.schema import COMMITLOG_SCHEMA
+
+    commitlog = store.commitlog.read(spark, where=[("topic", "=", topic)]).select(*COMMITLOG_SCHEMA.fieldNames())
     shared = set(_ENTRY_COLUMNS) | {"size"}
     delivered = (entries.select(*_ENTRY_COLUMNS)
                  .join(commitlog.select("commitlog_offset", *[c for c in commitlog.columns if c not in shared]),

@@ -61,6 +61,14 @@ def conformance_fixture() -> Conformance:
     return Conformance
 
 
+@pytest.fixture(scope="session")
+def timed_store(spark, tmp_path_factory):
+    """A small store with chosen store times (tests/store/store_times.py says what it holds)."""
+    from tests.store.store_times import timed_store as build
+
+    return build(spark, str(tmp_path_factory.mktemp("timed") / "store"))
+
+
 # --- the SQL92 cases as parameters ------------------------------------------------------------
 
 # argument name -> (file, which cases): every case for the compile tests, the compiled ones

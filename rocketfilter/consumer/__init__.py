@@ -1,6 +1,11 @@
 """Consumer groups on the client side: message queues, the allocation strategies that share a
 topic's queues among a group's consumers, and groups as data (their subscriptions as the broker
-sees them after every heartbeat). Nothing here imports rocketfilter.pull; pull builds on this."""
+sees them after every heartbeat). No module here imports rocketfilter.pull or the store; they
+build on this.
+
+``replay_group``, ``diagnose_group`` and ``GroupDiagnosis`` need the store and the pull loop, so
+they live in :mod:`rocketfilter.pull` (``group_replay``, ``group_diagnosis``); this package hands
+them out on first use (``rocketfilter.consumer.replay_group``), without importing them before."""
 from rocketfilter.consumer.allocate import (AbstractAllocateMessageQueueStrategy, AllocateMachineRoomNearby,
                                             AllocateMessageQueueAveragely, AllocateMessageQueueAveragelyByCircle,
                                             AllocateMessageQueueByConfig, AllocateMessageQueueByMachineRoom,
@@ -20,4 +25,17 @@ __all__ = [
     "STRATEGY_NAMES", "allocate_strategy_from_config",
     "ConsumerGroup", "ConsumerData", "PullSubscription", "HeartbeatStep", "GroupFileError",
     "ConsumerGroupInfo", "SubVersionClock",
+    "replay_group", "diagnose_group", "GroupDiagnosis",
 ]
+
+# name -> the module above this package that defines it, imported on first use.
+_LAZY = {"replay_group": "rocketfilter.pull.group_replay", "diagnose_group": "rocketfilter.pull.group_diagnosis",
+         "GroupDiagnosis": "rocketfilter.pull.group_diagnosis"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -101,6 +101,7 @@ class ConsumerGroup:
             raise ValueError(f"group {group!r}: allocate_strategy: {error}") from None
         self.consumers: Dict[str, ConsumerData] = {}
         self._heartbeats: List[str] = []
+        self._departed: List[str] = []
 
     def __repr__(self) -> str:
         return (f"ConsumerGroup({self.group!r}, message_model={self.message_model!r}, "
@@ -149,13 +150,40 @@ class ConsumerGroup:
                              f"(it has {self.consumer_ids()})") from None
 
     def consumer_ids(self) -> List[str]:
-        """The consumers' client ids, in the order they were added."""
-        return list(self.consumers)
+        """The client ids of the consumers in the group (not those that left), in the order they
+        were added."""
+        return [cid for cid in self.consumers if cid not in self._departed]
 
     def heartbeat(self, client_id: str) -> None:
-        """Apply one more heartbeat of ``client_id`` (same subscriptions, same subVersion)."""
+        """Apply one more heartbeat of ``client_id`` (same subscriptions, same subVersion); a
+        consumer that left is back in the group."""
         self.consumer(client_id)
         self._heartbeats.append(client_id)
+        if client_id in self._departed:
+            self._departed.remove(client_id)
+
+    def remove_consumer(self, client_id: str) -> None:
+        """The consumer leaves (``ConsumerGroupInfo.unregisterChannel``): it takes no queues and
+        pulls nothing, but what its heartbeats put in the group's table stays there, as in
+        RocketMQ, so its heartbeats stay in :attr:`heartbeats`. When the last consumer leaves the
+        broker forgets the group: every consumer and heartbeat is dropped (the settings stay)."""
+        self.consumer(client_id)
+        if client_id not in self._departed:
+            self._departed.append(client_id)
+        if len(self._departed) == len(self.consumers):
+            self.consumers, self._heartbeats, self._departed = {}, [], []
+
+    @property
+    def departed(self) -> List[str]:
+        """The consumers that left while others stayed, in the order they left."""
+        return list(self._departed)
+
+    def _live(self, client_id: str) -> ConsumerData:
+        consumer = self.consumer(client_id)
+        if client_id in self._departed:
+            raise ValueError(f"group {self.group!r}: consumer {client_id!r} has left the group, so it pulls "
+                             f"nothing (the group has {self.consumer_ids()})")
+        return consumer
 
     @property
     def heartbeats(self) -> List[str]:
@@ -188,6 +216,8 @@ class ConsumerGroup:
         info = self._new_info()
         for i, cid in enumerate(self._heartbeats):
             self._apply(info, cid, i)
+        for cid in self._departed:
+            info.unregister_client(cid)
         return info
 
     @property
@@ -216,7 +246,7 @@ class ConsumerGroup:
         table: refused with SUBSCRIPTION_NOT_EXIST when the table lacks the topic, and
         SUBSCRIPTION_NOT_LATEST when the table's subVersion is older than the consumer's.
         """
-        own = self.subscription_of(client_id, topic)
+        own = self._live(client_id).subscriptions.get(topic)
         if own is None:
             raise ValueError(f"group {self.group!r}: consumer {client_id!r} does not subscribe {topic!r}, so it "
                              f"never pulls it (it subscribes {sorted(self.consumers[client_id].subscriptions)})")
@@ -234,13 +264,14 @@ class ConsumerGroup:
         """client id -> the queues of ``topic`` it takes, as each consumer's ``RebalanceImpl``
         computes it: ``mq_all`` (a set) and all the group's client ids sorted, then the strategy.
 
-        Every consumer appears, in sorted order. A consumer that does not subscribe ``topic``
+        Every consumer in the group (not those that left) appears, in sorted order. A consumer
+        that does not subscribe ``topic``
         never rebalances it and takes nothing, although the strategy counted it: its share is
         consumed by nobody (:meth:`unconsumed_queues`). BROADCASTING gives every subscriber every
         queue. No queues: everyone takes nothing (RocketMQ logs the strategy's error).
         """
         queues = self._sorted_queues(topic, mq_all)
-        cid_all = sorted(self.consumers, key=string_sort_key)
+        cid_all = sorted(self.consumer_ids(), key=string_sort_key)
         result: Dict[str, List[MessageQueue]] = {}
         for cid in cid_all:
             if topic not in self.consumers[cid].subscriptions or not queues:
@@ -288,6 +319,7 @@ class ConsumerGroup:
                                post_subscription_when_pull=c.post_subscription_when_pull)
         if spec.heartbeats is not None:
             group.set_heartbeats(spec.heartbeats)
+        group._departed = [c.client_id for c in spec.consumers if c.unregistered]
         return group
 
     @classmethod

@@ -13,7 +13,10 @@
         subscriptions: {OrderEvents: {expression: "amount > 100", type: SQL92}}
         subVersion: 1700000000001                # optional: default now in ms, later consumers higher
         postSubscriptionWhenPull: true           # optional, default false
-    heartbeats: [10.0.0.1@app, 10.0.0.2@app, 10.0.0.1@app]   # optional: another order of heartbeats
+      - clientId: 10.0.0.3@app
+        subscriptions: {Refunds: {expression: "*", subVersion: 1700000000005}}   # a topic's own version
+        unregistered: true                       # optional: it left; its heartbeats still count
+    heartbeats: [10.0.0.1@app, 10.0.0.2@app, 10.0.0.3@app, 10.0.0.1@app]   # optional: another order
 
 This module reads and checks the document; every error names the file, the consumer and the
 field. :class:`rocketfilter.consumer.group.ConsumerGroup` builds the group from it.
@@ -38,7 +41,7 @@ from rocketfilter.javalang import LONG_MAX, LONG_MIN
 from rocketfilter.naming import validate_group
 
 GROUP_KEYS = ("group", "messageModel", "allocateStrategy", "consumeFromWhere", "consumers", "heartbeats")
-CONSUMER_KEYS = ("clientId", "subscriptions", "subVersion", "postSubscriptionWhenPull")
+CONSUMER_KEYS = ("clientId", "subscriptions", "subVersion", "postSubscriptionWhenPull", "unregistered")
 
 
 class GroupFileError(ConfigError):
@@ -51,6 +54,7 @@ class ConsumerSpec:
     subscriptions: Dict[str, Any]
     sub_version: Optional[int] = None
     post_subscription_when_pull: bool = False
+    unregistered: bool = False
 
 
 @dataclass
@@ -107,10 +111,12 @@ def _consumer(item: Any, index: int, seen: set) -> ConsumerSpec:
             build_subscription_spec(topic, spec, 0)
         except ValueError as error:
             raise ValueError(f"{where}: subscriptions.{topic}: {error}") from None
-    post = item.get("postSubscriptionWhenPull", False)
-    if not isinstance(post, bool):
-        raise ValueError(f"{where}: postSubscriptionWhenPull: expected true or false, got {post!r}")
-    return ConsumerSpec(cid, dict(subs), version, post)
+    flags = {}
+    for key in ("postSubscriptionWhenPull", "unregistered"):
+        flags[key] = item.get(key, False)
+        if not isinstance(flags[key], bool):
+            raise ValueError(f"{where}: {key}: expected true or false, got {flags[key]!r}")
+    return ConsumerSpec(cid, dict(subs), version, flags["postSubscriptionWhenPull"], flags["unregistered"])
 
 
 def _heartbeats(value: Any, consumers: List[ConsumerSpec]) -> List[str]:
@@ -153,6 +159,9 @@ def parse_group_dict(data: Any, source: Optional[str] = None) -> GroupSpec:
         spec.consumers = [_consumer(item, i, seen) for i, item in enumerate(consumers)]
         if "heartbeats" in data:
             spec.heartbeats = _heartbeats(data["heartbeats"], spec.consumers)
+        if spec.consumers and all(c.unregistered for c in spec.consumers):
+            raise ValueError("consumers: every consumer is unregistered; when the last one leaves the broker "
+                             "forgets the group, so list the group without consumers instead")
         return spec
     except ValueError as error:
         raise GroupFileError(f"{prefix}{error}") from None
@@ -191,15 +200,18 @@ def group_to_dict(group) -> Dict[str, Any]:
     for consumer in group.consumers.values():
         item: Dict[str, Any] = {
             "clientId": consumer.client_id,
-            "subscriptions": {t: subscription_to_spec(s) for t, s in consumer.subscriptions.items()},
+            "subscriptions": {t: subscription_to_spec(s, consumer.sub_version)
+                              for t, s in consumer.subscriptions.items()},
             "subVersion": consumer.sub_version,
         }
         if consumer.post_subscription_when_pull:
             item["postSubscriptionWhenPull"] = True
+        if consumer.client_id in group.departed:
+            item["unregistered"] = True
         consumers.append(item)
     data = {"group": group.group, "messageModel": group.message_model,
             "allocateStrategy": group.allocate_strategy.to_config(),
             "consumeFromWhere": group.consume_from_where, "consumers": consumers}
-    if group.heartbeats != group.consumer_ids():
+    if group.heartbeats != list(group.consumers):
         data["heartbeats"] = group.heartbeats
     return data

@@ -8,7 +8,7 @@ each pull vectorised. :func:`pull_sequence` runs it per (topic, queue_id) with
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pyarrow as pa
@@ -128,10 +128,17 @@ def _per_queue(value: QueueValue, key: Tuple[str, int]) -> Optional[int]:
 
 def _queue_function(*, output: str, max_msg_nums: int, max_offset_py: int, limits: PullLimits,
                     start_offsets: QueueValue, end_offsets: QueueValue, min_offsets: QueueValue,
-                    max_offsets: QueueValue, max_pulls: Optional[int]) -> Callable:
-    """The applyInArrow function for one (topic, queue_id) group."""
+                    max_offsets: QueueValue, max_pulls: Optional[int], by: Tuple[str, ...] = (),
+                    carry: Tuple[str, ...] = ()) -> Callable:
+    """The applyInArrow function for one (*by, topic, queue_id) group."""
 
     def run(key: Tuple[Any, ...], table: pa.Table) -> pa.Table:
+        out = pull_table(key[len(by):], table)
+        for i, name in enumerate(by):   # the extra keys lead, as in the schema
+            out = out.add_column(i, name, pa.repeat(key[i], out.num_rows).cast(table.schema.field(name).type))
+        return out
+
+    def pull_table(key: Tuple[Any, ...], table: pa.Table) -> pa.Table:
         topic, queue_id = key[0].as_py(), key[1].as_py()
         qkey = (topic, queue_id)
         qo = table.column("queue_offset").to_numpy().astype(np.int64, copy=False)
@@ -174,6 +181,7 @@ def _queue_function(*, output: str, max_msg_nums: int, max_offset_py: int, limit
             })
         idx = seq.entry_index
         n = len(idx)
+        carried = {name: table.column(name).take(idx) for name in carry}
         return pa.table({
             "topic": pa.repeat(pa.scalar(topic, pa.string()), n),
             "queue_id": pa.repeat(pa.scalar(queue_id, pa.int32()), n),
@@ -184,6 +192,7 @@ def _queue_function(*, output: str, max_msg_nums: int, max_offset_py: int, limit
             "next_begin_offset": pa.array(seq.entry_next_begin_offset),
             "pull_status": pa.DictionaryArray.from_arrays(
                 pa.array(seq.entry_pull), statuses).cast(pa.string()),
+            **carried,
         })
 
     return run
@@ -193,7 +202,7 @@ def pull_sequence(df, *, max_msg_nums: int, max_offset_py: int,
                   limits: PullLimits = DEFAULT_LIMITS, start_offsets: QueueValue = None,
                   end_offsets: QueueValue = None, min_offsets: QueueValue = None,
                   max_offsets: QueueValue = None, max_pulls: Optional[int] = None,
-                  output: str = "entries"):
+                  output: str = "entries", by: Sequence[str] = (), carry: Sequence[str] = ()):
     """:func:`pull_sequence_arrays` for every (topic, queue_id) of ``df``, in one Spark job.
 
     ``df`` has the columns :data:`INPUT_COLUMNS` (null flags count as false) and must hold every
@@ -202,14 +211,25 @@ def pull_sequence(df, *, max_msg_nums: int, max_offset_py: int,
     (from the group's rows, so pass min/max explicitly when ``df`` is a slice of the queue).
     ``output="entries"`` gives one row per delivered entry (:data:`ENTRY_SCHEMA`);
     ``output="pulls"`` one row per pull (:data:`PULL_SCHEMA`).
+
+    ``by`` names more columns to group on: each (*by, topic, queue_id) is pulled on its own (the
+    same queue under different filters, say) and the result starts with them. ``carry`` names
+    columns of ``df`` that delivered entries keep (``output="entries"`` only).
     """
     if output not in ("entries", "pulls"):
         raise ValueError(f"output must be 'entries' or 'pulls', not {output!r}")
+    by, carry = tuple(by), tuple(carry)
+    if carry and output != "entries":
+        raise ValueError("carry needs output='entries': a pull row has no single entry to carry from")
     fn = _queue_function(output=output, max_msg_nums=max_msg_nums, max_offset_py=max_offset_py,
                          limits=limits, start_offsets=start_offsets, end_offsets=end_offsets,
-                         min_offsets=min_offsets, max_offsets=max_offsets, max_pulls=max_pulls)
-    schema = ENTRY_SCHEMA if output == "entries" else PULL_SCHEMA
-    return (df.select(*INPUT_COLUMNS).groupBy("topic", "queue_id")
+                         min_offsets=min_offsets, max_offsets=max_offsets, max_pulls=max_pulls,
+                         by=by, carry=carry)
+    fields = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+    schema = ", ".join([f"{name} {fields[name]}" for name in by]
+                       + [ENTRY_SCHEMA if output == "entries" else PULL_SCHEMA]
+                       + [f"{name} {fields[name]}" for name in carry])
+    return (df.select(*by, *INPUT_COLUMNS, *carry).groupBy(*by, "topic", "queue_id")
             .applyInArrow(fn, schema=schema))
 
 

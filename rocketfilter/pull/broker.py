@@ -4,7 +4,9 @@ checks, in RocketMQ's order (SEMANTICS §6, §12.3), around ``store.get_message`
 The store is anything with ``topic_config(topic)``, ``get_message(group, topic, queue_id, offset,
 max_msg_nums, message_filter)``, ``commit_consumer_offset(group, topic, queue_id, offset)``,
 ``query_consumer_offset(group, topic, queue_id)`` and ``filter_manager``
-(:class:`rocketfilter.store.MessageStore` is one). The request and response types are in
+(:class:`rocketfilter.store.MessageStore` is one). A store that also has ``record_heartbeat`` and
+``record_unregister`` (a ``MessageStore`` does) gets every heartbeat and departure, so its
+``consumer_groups`` table shows each group as its consumers left it. The request and response types are in
 :mod:`.protocol`.
 
 >>> broker = Broker(store)                                                    # doctest: +SKIP
@@ -115,12 +117,15 @@ class Broker:
 
     def register_consumer(self, group: str, client_id: str, subscriptions: Iterable[Subscription],
                           message_model: str = "CLUSTERING", consume_from_where: str = "CONSUME_FROM_LAST_OFFSET",
-                          sub_version: Optional[int] = None, consume_type: str = "CONSUME_PASSIVELY") -> bool:
+                          sub_version: Optional[int] = None, consume_type: str = "CONSUME_PASSIVELY", *,
+                          post_subscription_when_pull: Optional[bool] = None) -> bool:
         """A consumer's heartbeat (``ConsumerManager.registerConsumer``): records the client, sets
         the group's subscription table (per topic the later registration wins, by subVersion;
         topics this heartbeat leaves out are dropped) and registers SQL92 filter data. Returns
         whether the group changed (a new client, or a topic added or dropped), as RocketMQ does.
-        Tuples get ``sub_version``, or a fresh one each.
+        Tuples get ``sub_version``, or a fresh one each. The store records the heartbeat too
+        (``record_heartbeat``), with ``post_subscription_when_pull`` (not part of RocketMQ's
+        heartbeat: whether this client's pulls carry its subscription; None keeps what is stored).
 
         Raises ValueError for a bad group/topic name or a tag list RocketMQ's client rejects; a
         SQL92 selector that does not compile is accepted here and fails the pulls
@@ -141,7 +146,26 @@ class Broker:
                 info = self.consumer_table[group] = ConsumerGroupInfo(group)
             changed = info.register(client_id, subs, self._clock(), consume_type, message_model, consume_from_where)
             self.store.filter_manager.register_group(group, subs)
+            record = getattr(self.store, "record_heartbeat", None)
+            if record is not None:
+                record(group, client_id, subs, message_model=message_model, consume_from_where=consume_from_where,
+                       post_subscription_when_pull=post_subscription_when_pull)
+            if self.broker_config.enable_calc_subscription_bits:
+                self._register_bits(group, info)
             return changed
+
+    def _register_bits(self, group: str, info: ConsumerGroupInfo) -> None:
+        """The group's effective subscriptions become exact subscription bits of the store
+        (``enableCalcSubscriptionBits``); one that RocketMQ would refuse at pull time is left out."""
+        register = getattr(self.store, "register_subscription_bits", None)
+        if register is None:
+            return
+        for topic in list(info.subscription_table):
+            sub = info.find_subscription_data(topic)
+            try:
+                register(group, topic, sub.sub_string, sub.expression_type, sub.sub_version)
+            except ValueError:
+                pass  # a selector that does not compile: its pulls fail FILTER_DATA_NOT_EXIST
 
     def unregister_consumer(self, group: str, client_id: str) -> None:
         """A client leaves; when it was the group's last, the group's filter data dies."""
@@ -153,6 +177,9 @@ class Broker:
             if not info.clients:
                 del self.consumer_table[group]
                 self.store.filter_manager.unregister(group)
+            record = getattr(self.store, "record_unregister", None)
+            if record is not None:
+                record(group, client_id)
 
     def consumer_group_info(self, group: str) -> Optional[ConsumerGroupInfo]:
         return self.consumer_table.get(group)

@@ -160,7 +160,8 @@ class PullConsumer:
         """Register this client and its subscriptions with the broker."""
         return self.broker.register_consumer(self.group, self.client_id, list(self.subscriptions.values()),
                                              message_model=self.message_model,
-                                             consume_from_where=self.consume_from_where)
+                                             consume_from_where=self.consume_from_where,
+                                             post_subscription_when_pull=self.post_subscription_when_pull)
 
     def shutdown(self) -> None:
         """Leave the group (the broker forgets the client; the last one out kills the group's

@@ -207,16 +207,18 @@ class ExpressionMessageFilter:
             return self._cached(("exact", tags_col), lambda: T.tag_exact_predicate(sub, tags_col))
         return T.tag_exact_predicate(sub, tags_col)
 
-    def commit_log_column(self, properties_col: ColumnOrName = "properties", topic: Optional[str] = None) -> Column:
+    def commit_log_column(self, properties_col: ColumnOrName = "properties", topic: Optional[str] = None,
+                          promoted: Optional[Mapping[str, str]] = None) -> Column:
         """:meth:`is_matched_by_commit_log` as a never-null boolean Column over a
         ``map<string,string>`` properties column. ``topic`` is the pulled topic (defaults to the
-        subscription's); only the retry filter looks at it."""
+        subscription's); only the retry filter looks at it. ``promoted`` maps property names to
+        the CommitLog's promoted columns (``store.promoted_properties()``): same decision."""
         sub = self.subscription_data
         if self._passes_everything() or is_tag_type(sub.expression_type):
             return F.lit(True)
         if not self._sql_data_usable(with_bloom=False):
             return F.lit(True)
-        return self.consumer_filter_data.compiled.to_column(properties_col)
+        return self.consumer_filter_data.compiled.to_column(properties_col, promoted=promoted)
 
 
 class ExpressionForRetryMessageFilter(ExpressionMessageFilter):
@@ -258,18 +260,20 @@ class ExpressionForRetryMessageFilter(ExpressionMessageFilter):
             return True
         return real.compiled.matches(properties)
 
-    def commit_log_column(self, properties_col: ColumnOrName = "properties", topic: Optional[str] = None) -> Column:
+    def commit_log_column(self, properties_col: ColumnOrName = "properties", topic: Optional[str] = None,
+                          promoted: Optional[Mapping[str, str]] = None) -> Column:
         sub = self.subscription_data
         if self._passes_everything() or is_tag_type(sub.expression_type):
             return F.lit(True)
         group = self._retry_group(topic)
         if group is None:
-            return super().commit_log_column(properties_col, topic)
+            return super().commit_log_column(properties_col, topic, promoted)
         props = _col(properties_col)
         real_topic = props.getItem(PROPERTY_RETRY_TOPIC)
         decision = F.when(real_topic.isNull(), F.raise_error(F.lit(self._missing_retry_topic(group))))
         datas = [] if self.filter_manager is None else self.filter_manager.get_by_group(group)
         for data in sorted(datas, key=lambda d: d.topic):
             if data.expression is not None and data.compiled is not None:
-                decision = decision.when(real_topic == F.lit(data.topic), data.compiled.to_column(props))
+                decision = decision.when(real_topic == F.lit(data.topic),
+                                         data.compiled.to_column(props, promoted=promoted))
         return decision.otherwise(F.lit(True))

@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import functions as F
 
+from rocketfilter.pull.bits import bit, slot_for_filter
 from rocketfilter.spark_mode import restore_conf, set_conf
 from rocketfilter.store import footers, schema as S
 
@@ -101,7 +102,7 @@ class WindowScan:
         if len(missing):
             bodies = len(missing) * int(self.sizes.max()) <= BODY_BUDGET_BYTES
             self._learn(_commitlog_read(store, _offsets_where(missing),
-                                        _columns(message_filter, "cl", bodies)).toArrow())
+                                        _columns(message_filter, "cl", bodies, store)).toArrow())
             self.jobs += 1
         return self._known(self.positions)[1] & reach
 
@@ -133,26 +134,29 @@ def _offsets_where(offsets: np.ndarray) -> tuple:
 
 
 def _commitlog_read(store, where_and_extra: tuple, columns: Optional[list]):
-    """CommitLog rows selected as ``columns`` (see :func:`_columns`), or whole when None."""
+    """CommitLog rows selected as ``columns`` (see :func:`_columns`), or whole (the message's
+    columns, without promoted ones) when None."""
     where, extra = where_and_extra
     df = store.commitlog.read(store.spark, where=where)
     df = df if extra is None else df.where(extra)
-    return df if columns is None else df.select(*columns)
+    return df.select(*(columns if columns is not None else S.COMMITLOG_SCHEMA.fieldNames()))
 
 
 _NO_FILTER_COLUMNS: dict = {}
 
 
-def _columns(message_filter, side: str, bodies: bool = False) -> list:
+def _columns(message_filter, side: str, bodies: bool = False, store=None) -> list:
     """The select list of a read: ``kind``, ``queue_offset``, ``commitlog_offset``, ``size``,
     ``ok`` (the consume-queue check on the ``"cq"`` side, the selector on the ``"cl"`` side)
     and with ``bodies`` ``msg``, the whole row where it could be delivered. Built once per
     filter and Spark context (or Spark Connect, see :func:`column_cache_key`): every Column costs
-    JVM calls, which a pull would pay each time."""
+    JVM calls, which a pull would pay each time. The selector reads the ``store``'s promoted
+    columns where it has them."""
     from rocketfilter.spark_mode import column_cache_key
 
     cache = _NO_FILTER_COLUMNS if message_filter is None else message_filter.__dict__.setdefault("_scan_columns", {})
-    key = (column_cache_key(), side, bodies)
+    promoted = store.promoted_properties() if store is not None and side == "cl" else {}
+    key = (column_cache_key(), side, bodies, tuple(sorted(promoted.items())))
     if key not in cache:
         if any(k[0] != key[0] for k in cache):
             cache.clear()
@@ -161,7 +165,7 @@ def _columns(message_filter, side: str, bodies: bool = False) -> list:
             ok = F.lit(True) if message_filter is None else message_filter.consume_queue_column()
             cols = [F.lit(0).alias("kind"), F.col("queue_offset"), F.col("commitlog_offset"), F.col("size")]
         else:
-            ok = message_filter.commit_log_column() if sql else F.lit(True)
+            ok = message_filter.commit_log_column(promoted=promoted) if sql else F.lit(True)
             cols = [F.lit(1).alias("kind"), F.col("queue_offset"), F.col("commitlog_offset"),
                     F.col("store_size").alias("size")]
         cols.append(ok.alias("ok"))
@@ -179,16 +183,22 @@ def read_window(store, topic: str, queue_id: int, start: int, end: int, message_
     cq_where = [("topic", "=", topic), ("queue_id", "=", queue_id),
                 ("queue_offset", ">=", start), ("queue_offset", "<", end)]
     cq_files = store.consumequeue.files(cq_where)
-    query = (store.consumequeue.read(store.spark, where=cq_where, files=cq_files)
-             .select(*_columns(message_filter, "cq")))
-    bitmap = is_sql_filter(message_filter) and getattr(message_filter, "uses_bitmap", False)
-    found = None if bitmap else footers.bounds([f.path for f in cq_files], cq_where[1:],
-                                               ["commitlog_offset", "size"])
+    sql = is_sql_filter(message_filter)
+    columns = _columns(message_filter, "cq")
+    slot = slot_for_filter(store, topic, message_filter, {queue_id: start})
+    if slot is not None:  # exact subscription bits: the decision is in the ConsumeQueue
+        columns = ([c for c in columns] + [bit(slot).alias("bit")] if sql
+                   else columns[:-1] + [bit(slot).alias("ok")])
+    query = store.consumequeue.read(store.spark, where=cq_where, files=cq_files).select(*columns)
+    bitmap = sql and getattr(message_filter, "uses_bitmap", False)
+    found = None if bitmap or (sql and slot is not None) else \
+        footers.bounds([f.path for f in cq_files], cq_where[1:], ["commitlog_offset", "size"])
     if found:
         (lo, hi), (_, largest) = found["commitlog_offset"], found["size"]
         cl_where = [("commitlog_offset", ">=", lo), ("commitlog_offset", "<=", hi)] + cq_where
         bodies = (end - start) * largest <= BODY_BUDGET_BYTES
-        query = query.unionByName(_commitlog_read(store, (cl_where, None), _columns(message_filter, "cl", bodies)),
+        query = query.unionByName(_commitlog_read(store, (cl_where, None),
+                                                  _columns(message_filter, "cl", bodies, store)),
                                   allowMissingColumns=True)
     table = query.toArrow()
     kind = table["kind"].to_numpy()
@@ -198,4 +208,6 @@ def read_window(store, topic: str, queue_id: int, start: int, end: int, message_
                       cq["ok"].to_numpy(zero_copy_only=False))
     if found:
         scan._learn(table.filter(pa.array(kind == 1)))
+    if sql and slot is not None:
+        scan._learn(cq.select(["commitlog_offset", "bit"]).rename_columns(["commitlog_offset", "ok"]))
     return scan

@@ -8,13 +8,15 @@ that single pulls use then runs per queue as a grouped Arrow UDF.
 """
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Any, Dict, Optional, Union
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from rocketfilter.checks import check_max_msg_nums
+from rocketfilter.offsets_spec import queue_offsets
 from rocketfilter.pull.batch import ENTRY_SCHEMA, PULL_SCHEMA
+from rocketfilter.pull.bits import bit, slot_for_filter
 from rocketfilter.pull.batch import pull_sequence as _pull_sequence
 from rocketfilter.pull.get_message import pull_limits
 from rocketfilter.pull.scan import is_sql_filter
@@ -23,14 +25,19 @@ from rocketfilter.store import schema as S
 
 
 def pull_sequence(store, topic: str, message_filter=None, *, max_msg_nums: int = 32,
-                  start_offsets: Optional[Dict[int, int]] = None,
-                  end_offsets: Optional[Dict[int, int]] = None,
+                  start_offsets: Union[None, Dict[int, int], Any] = None,
+                  end_offsets: Union[None, Dict[int, int], Any] = None,
                   output: str = "entries") -> DataFrame:
     """Every delivered message of ``topic`` from ``start_offsets`` (default: each queue's min
     offset) to ``end_offsets`` (default: its max), with the pull number that delivered it and
     that pull's ``next_begin_offset`` and status. ``output="pulls"`` gives one row per pull; a
     readable queue that never received a message answers one NO_MESSAGE_IN_QUEUE pull, as a
     broker's getMessage does.
+
+    ``start_offsets`` and ``end_offsets`` are ``{queue_id: offset}`` dicts (a queue left out
+    starts at its min offset, ends at its max), or a spec as Spark's Kafka source takes it:
+    ``"earliest"``, ``"latest"``, a time (epoch ms, ISO-8601, datetime) or
+    ``{"TopicA": {"0": 23, "1": -2}}`` (see :mod:`rocketfilter.offsets_spec`).
 
     >>> from rocketfilter.pull.filter import ExpressionMessageFilter
     >>> f = ExpressionMessageFilter(build_subscription("T", "TagA"))       # doctest: +SKIP
@@ -44,6 +51,8 @@ def pull_sequence(store, topic: str, message_filter=None, *, max_msg_nums: int =
     if config is None and not queues:
         known = ", ".join(sorted(store.topics())) or "none"
         raise ValueError(f"topic {topic!r} does not exist in store {store.uri} (topics: {known})")
+    start_offsets = queue_offsets(store, topic, start_offsets, what="start_offsets")
+    end_offsets = queue_offsets(store, topic, end_offsets, end=True, what="end_offsets")
     readable = range(config.read_queue_nums) if config is not None else ()
     empty = sorted(set(readable) - set(queues))
     if not queues:
@@ -58,15 +67,22 @@ def pull_sequence(store, topic: str, message_filter=None, *, max_msg_nums: int =
     lowest = min(starts.values())
     cq = cq.where(F.col("queue_offset") >= F.lit(lowest))
     cq_match = message_filter.consume_queue_column() if message_filter is not None else F.lit(True)
+    # Exact subscription bits of this decision (covering every start): no CommitLog read at all.
+    slot = slot_for_filter(store, topic, message_filter, {q: s for (_, q), s in starts.items()})
+    sql = is_sql_filter(message_filter)
+    if slot is not None and not sql:
+        cq_match = bit(slot)
     entries = cq.select("topic", "queue_id", "queue_offset", "commitlog_offset", "size",
                         cq_match.alias("cq_match"),
-                        (F.col("commitlog_offset") >= cl.min_commitlog_offset).alias("cl_present"))
-    if is_sql_filter(message_filter):
+                        (F.col("commitlog_offset") >= cl.min_commitlog_offset).alias("cl_present"),
+                        *([bit(slot).alias("cl_match")] if slot is not None and sql else []))
+    if sql and slot is None:
         matched = (store.commitlog.read(store.spark, where=[("topic", "=", topic)])
-                   .select("commitlog_offset", message_filter.commit_log_column().alias("cl_match")))
+                   .select("commitlog_offset", message_filter.commit_log_column(
+                       promoted=store.promoted_properties()).alias("cl_match")))
         entries = entries.join(matched, "commitlog_offset", "left") \
             .withColumn("cl_match", F.coalesce("cl_match", F.lit(False)))
-    else:
+    elif not sql:
         entries = entries.withColumn("cl_match", F.lit(True))
     result = _pull_sequence(entries, max_msg_nums=max_msg_nums,
                             max_offset_py=cl.next_commitlog_offset, limits=pull_limits(store.config),

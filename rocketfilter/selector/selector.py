@@ -59,7 +59,8 @@ class Selector:
         return matches(self.ast, props)
 
     def to_column(self, properties: Union[str, "Column", None] = "properties",
-                  schema: Optional["StructType"] = None) -> "Column":
+                  schema: Optional["StructType"] = None, *,
+                  promoted: Optional[Mapping[str, str]] = None) -> "Column":
         """The broker's decision as a never-null boolean Spark Column, for ``df.filter``.
 
         ``properties`` names (or is) a ``map<string,string>`` column: the broker's view, where
@@ -68,24 +69,31 @@ class Selector:
         double -> Double, boolean -> Boolean, string -> String); pass that DataFrame's
         ``schema`` so the types are known when the Column is built.
 
+        ``promoted`` maps a property name to its promoted struct column in a store's CommitLog
+        (``store.promoted_properties()``): the same decision, read from the values and
+        conversions written at put time instead of parsing the map's strings.
+
         >>> df.filter(parse("age BETWEEN 6 AND 9").to_column("properties"))  # doctest: +SKIP
         >>> df.filter(parse("age > 6").to_column(None, df.schema))           # doctest: +SKIP
         """
         from .spark import compile_selector
 
+        used = {n: promoted[n] for n in self.properties if n in promoted} if promoted else {}
         if not isinstance(properties, str) or schema is not None:
-            return compile_selector(self.ast, properties, schema).decision
+            return compile_selector(self.ast, properties, schema, promoted=used).decision
         from rocketfilter.spark_mode import column_cache_key
 
-        key = column_cache_key()  # a classic Column is bound to one SparkContext, never to Connect
-        if any(k != key for k, _ in self._columns):
+        context = column_cache_key()  # a classic Column is bound to one SparkContext, never to Connect
+        if any(k[0] != context for k in self._columns):
             self._columns.clear()  # one live context (or Spark Connect) at a time
-        if (key, properties) not in self._columns:
-            self._columns[(key, properties)] = compile_selector(self.ast, properties).decision
-        return self._columns[(key, properties)]
+        key = (context, properties, tuple(sorted(used.items())))
+        if key not in self._columns:
+            self._columns[key] = compile_selector(self.ast, properties, promoted=used).decision
+        return self._columns[key]
 
     def to_columns(self, properties: Union[str, "Column", None] = "properties",
-                   schema: Optional["StructType"] = None) -> dict:
+                   schema: Optional["StructType"] = None, *,
+                   promoted: Optional[Mapping[str, str]] = None) -> dict:
         """Diagnostics: ``{"matched", "raw", "error"}`` Columns by name.
 
         ``raw`` is the three-valued result (null where Java returns null or threw), ``error``
@@ -95,7 +103,7 @@ class Selector:
         """
         from .spark import compile_selector
 
-        compiled = compile_selector(self.ast, properties, schema)
+        compiled = compile_selector(self.ast, properties, schema, promoted=promoted)
         return {"matched": compiled.decision, "raw": compiled.raw, "error": compiled.error}
 
     def lint(self, known_properties=None) -> list:

@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from . import ast as A
+from .javacasts import boolean_value_of, double_value_of, integer_value_of, long_value_of
 from .spark_leaves import (NOT_CONSTANT, constant_label, equal_values, in_range, lift1, lift2,
                            operand_key, relation)
 from .spark_truth import Native, Truth, chain, constant, equal_constant, equal_keys
@@ -84,15 +85,19 @@ def _check_depth(depth: int, what: str) -> None:
 
 class _Context:
     def __init__(self, properties: Union[str, Column, None], schema: Optional[T.StructType],
-                 columns: Optional[Mapping[str, str]] = None):
+                 columns: Optional[Mapping[str, str]] = None,
+                 promoted: Optional[Mapping[str, str]] = None):
         self.map = F.col(properties) if isinstance(properties, str) else properties
         self.schema = schema
         self.columns = columns or {}
+        self.promoted = promoted or {}
 
     def prop(self, name: str) -> List[Alt]:
         return memo(("prop", name), lambda: self._resolve(name))
 
     def _resolve(self, name: str) -> List[Alt]:
+        if self.map is not None and name in self.promoted:
+            return [_promoted(F.col(self.promoted[name]))]
         if self.map is not None:
             return [Alt(A.STRING, self.map.getItem(name), depth=2)]
         if self.schema is not None:
@@ -118,6 +123,24 @@ class _Context:
         kind_of = F.typeof(col)
         return [Alt(kind, col.cast(spark), guard=kind_of == F.lit(spark), depth=2)
                 for kind, spark in SPARK_TYPE.items()]
+
+
+def _promoted(struct: Column) -> Alt:
+    """A promoted property (rocketfilter.store.promoted): the String, with its conversions and
+    null tests answered by the columns written at put time instead of parsed here. Seeding the
+    per-compile memo is all it takes: every parse goes through ``parsed``, every null test
+    through ``is_null``/``not_null``. ``as_boolean`` is null exactly where the value is (Boolean
+    .valueOf never throws), and a boolean column is cheaper to test than a string one."""
+    value, flag = struct.getField("value"), struct.getField("as_boolean")
+    table = MEMO.get()
+    for parser, field in ((integer_value_of, "as_int"), (long_value_of, "as_long"),
+                          (double_value_of, "as_double")):
+        converted = struct.getField(field)
+        table[(parser, id(value))] = (value, (converted, converted.isNotNull()))
+    table[(boolean_value_of, id(value))] = (value, flag)
+    table[("isnull", id(value))] = (value, flag.isNull())
+    table[("notnull", id(value))] = (value, flag.isNotNull())
+    return Alt(A.STRING, value, depth=2)
 
 
 # --- node compilers ---------------------------------------------------------------------------
@@ -347,15 +370,18 @@ def compile_tree(root: A.Node, ctx: _Context) -> Truth:
 
 def compile_selector(root: A.Node, properties: Union[str, Column, None] = "properties",
                      schema: Optional[T.StructType] = None,
-                     columns: Optional[Mapping[str, str]] = None) -> CompiledSelector:
+                     columns: Optional[Mapping[str, str]] = None,
+                     promoted: Optional[Mapping[str, str]] = None) -> CompiledSelector:
     """Compile a selector's AST root to the broker's decision and its diagnostics.
 
     With ``properties=None``, ``columns`` may map a property name to the top-level column that
-    holds it (default: the column of the same name). Raises ValueError for a selector nested
-    too deeply for Spark (see SPARK_DEPTH_LIMIT).
+    holds it (default: the column of the same name). With a properties map, ``promoted`` maps a
+    property name to its promoted struct column (rocketfilter.store.promoted), read instead of
+    the map. Raises ValueError for a selector nested too deeply for Spark (see
+    SPARK_DEPTH_LIMIT).
     """
     token = MEMO.set({})
     try:
-        return CompiledSelector(compile_tree(root, _Context(properties, schema, columns)))
+        return CompiledSelector(compile_tree(root, _Context(properties, schema, columns, promoted)))
     finally:
         MEMO.reset(token)

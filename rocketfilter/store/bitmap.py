@@ -61,7 +61,8 @@ def _byte_masks(positions: Sequence[int], n_bytes: int) -> List[int]:
 
 
 def calc_bitmap_column(filter_datas: Sequence, bloom: BloomFilter,
-                       properties_col: ColumnOrName = "properties") -> Optional[Column]:
+                       properties_col: ColumnOrName = "properties",
+                       promoted: Optional[Mapping[str, str]] = None) -> Optional[Column]:
     """:func:`calc_bitmap` as one binary Column over a ``map<string,string>`` properties column,
     or None (no Column at all) when there is no filter data, so the caller writes null.
 
@@ -77,7 +78,7 @@ def calc_bitmap_column(filter_datas: Sequence, bloom: BloomFilter,
     chosen: List[Column] = []
     invalid: List[Column] = []
     for data in _usable(filter_datas):
-        decision = data.compiled.to_column(properties_col)
+        decision = data.compiled.to_column(properties_col, promoted=promoted)
         if not bloom.is_valid(data.bloom_filter_data):
             invalid.append(decision)
             continue

@@ -25,10 +25,13 @@ from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import RemoveAction
 from pyarrow import fs as pafs
 from pyspark.sql import DataFrame, functions as F
-from pyspark.sql.types import ArrayType, DataType, MapType, StructType
+from pyspark.sql.types import StructField, StructType
 
 from rocketfilter.spark_mode import is_connect
 from rocketfilter.store import delta_write
+# DeltaSchemaError is re-exported: code imports it from this module.
+from rocketfilter.store.delta_schema import (DeltaSchemaError, ExtraColumns,  # noqa: F401
+                                             add_columns_at, check_schema)
 # Also re-exported: code imports FileStats, _where_column and _file_uri from this module.
 from rocketfilter.store.delta_stats import (FileStats, TableFiles, _check_where, _file_uri,
                                             _where_column)
@@ -60,10 +63,6 @@ class ConcurrentCommitError(RuntimeError):
         self.gone = gone  # paths to remove that another commit removed first
         super().__init__(f"Delta table {uri}: expected version {expected_version}, but the table "
                          f"is at version {actual_version}{': ' + why if why else ''}")
-
-
-class DeltaSchemaError(ValueError):
-    """The table's schema is not the one the caller expects."""
 
 
 class TableMissingError(FileNotFoundError):
@@ -119,27 +118,6 @@ def _normalize_uri(uri: str) -> str:
     return os.path.abspath(os.path.expanduser(uri))
 
 
-def _shape(dtype: DataType) -> Any:
-    """Types and nullability without field metadata, for schema comparison."""
-    if isinstance(dtype, StructType):
-        return tuple((f.name, _shape(f.dataType), f.nullable) for f in dtype.fields)
-    if isinstance(dtype, MapType):
-        return ("map", _shape(dtype.keyType), _shape(dtype.valueType), dtype.valueContainsNull)
-    if isinstance(dtype, ArrayType):
-        return ("array", _shape(dtype.elementType), dtype.containsNull)
-    return dtype.simpleString()
-
-
-def _schema_diff(have: StructType, want: StructType) -> str:
-    h, w = {f.name: f for f in have.fields}, {f.name: f for f in want.fields}
-    out = [f"missing {sorted(set(w) - set(h))}"] if set(w) - set(h) else []
-    out += [f"unexpected {sorted(set(h) - set(w))}"] if set(h) - set(w) else []
-    fmt = lambda f: f.dataType.simpleString() + ("" if f.nullable else " not null")  # noqa: E731
-    out += [f"{n}: table has {fmt(h[n])}, expected {fmt(w[n])}" for n in w
-            if n in h and _shape(StructType([h[n]])) != _shape(StructType([w[n]]))]
-    return "; ".join(out) or "column order differs"
-
-
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -154,8 +132,11 @@ class Table(delta_write.TableWriter, TableFiles):
     """
 
     def __init__(self, uri: str, schema: StructType, dt: DeltaTable, stats_columns: Sequence[str],
-                 storage_options: Optional[dict]):
-        self.uri, self.schema, self._dt = uri, schema, dt
+                 storage_options: Optional[dict], extra: ExtraColumns = None):
+        # ``base_schema`` is what rocketfilter always writes; ``schema`` adds the table's extra
+        # columns (accepted by ``extra``, see delta_schema) and follows its schema changes.
+        self.uri, self.base_schema, self.schema, self._dt = uri, schema, schema, dt
+        self.extra = extra
         self.storage_options = storage_options
         self.arrow_schema = arrow_schema(schema)
         self._files: Optional[tuple] = None     # (version, [FileStats])
@@ -169,12 +150,14 @@ class Table(delta_write.TableWriter, TableFiles):
 
     @classmethod
     def open(cls, uri: str, schema: StructType, *, stats_columns: Sequence[str] = (),
-             storage_options: Optional[dict] = None, create: bool = True) -> "Table":
+             storage_options: Optional[dict] = None, create: bool = True,
+             extra: ExtraColumns = None) -> "Table":
         """Open the table at ``uri``, creating it empty with ``schema`` if absent and ``create``.
 
         ``stats_columns`` default to the table's ``delta.dataSkippingStatsColumns``. Raises
         DeltaFeatureError for tables a raw parquet read would get wrong, DeltaSchemaError when
-        the schema differs, FileNotFoundError when absent and not ``create``.
+        the schema differs (beyond trailing nullable columns that ``extra(field)`` accepts),
+        FileNotFoundError when absent and not ``create``.
 
         >>> Table.open("/tmp/t", TOPICS_SCHEMA, stats_columns=["topic"]).version()  # doctest: +SKIP
         0
@@ -195,7 +178,7 @@ class Table(delta_write.TableWriter, TableFiles):
                 if not DeltaTable.is_deltatable(uri, storage_options):
                     raise  # else another process created it just now: open theirs (checked)
         dt = DeltaTable(uri, storage_options=storage_options)
-        return cls(uri, schema, dt, stats_columns, storage_options)
+        return cls(uri, schema, dt, stats_columns, storage_options, extra)
 
     def _check(self) -> None:
         """Refuse features a raw parquet scan misreads; note ones our commits would break."""
@@ -213,16 +196,23 @@ class Table(delta_write.TableWriter, TableFiles):
             raise DeltaFeatureError(self.uri, f"reader features {unknown}",
                                     f" (reader version {proto.min_reader_version})")
         schema_json = self._dt.schema().to_json()
-        found = StructType.fromJson(json.loads(schema_json))
-        if _shape(found) != _shape(self.schema):
-            raise DeltaSchemaError(f"Delta table {self.uri}: schema mismatch: "
-                                   f"{_schema_diff(found, self.schema)}")
+        found = check_schema(StructType.fromJson(json.loads(schema_json)), self.base_schema,
+                             self.extra, self.uri)
+        if found != self.schema:  # an extra column was added (by us or another process)
+            self.schema, self.arrow_schema = found, arrow_schema(found)
+            self._frames.clear()
         self._write_problem = delta_write.write_problem(proto.writer_features, config, schema_json)
         self._checked_version = self.version()
 
     def _check_writable(self) -> None:
         if self._write_problem:
             raise DeltaFeatureError(self.uri, *self._write_problem)
+
+    def add_columns(self, fields: Sequence[StructField], *, expected_version: int,
+                    operation: str = "ADD COLUMNS") -> int:
+        """Add nullable ``fields`` (``extra`` must accept them) in a metadata-only commit on
+        exactly ``expected_version``; see :func:`.delta_schema.add_columns_at`."""
+        return add_columns_at(self, fields, expected_version, operation)
 
     # ---- the snapshot ----------------------------------------------------------------------
     def version(self) -> int:

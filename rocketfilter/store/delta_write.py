@@ -37,8 +37,10 @@ RESULT_SCHEMA = pa.schema([
     ("num_records", pa.int64()),
     ("modification_time", pa.int64()),  # ms since epoch
     ("stats", pa.string()),              # Delta stats JSON
+    ("split_key", pa.string()),          # JSON list of the split_on values the file holds
 ])
-RESULT_DDL = "path string, size long, num_records long, modification_time long, stats string"
+RESULT_DDL = ("path string, size long, num_records long, modification_time long, stats string, "
+              "split_key string")
 
 COMPRESSION = "zstd"
 
@@ -175,6 +177,7 @@ class ParquetFileSequence:
             "path": self._name, "size": size, "num_records": self._file_rows,
             "modification_time": int(time.time() * 1000),
             "stats": json.dumps(self._stats.stats(), ensure_ascii=False),
+            "split_key": json.dumps(list(self._key), ensure_ascii=False) if self.split_on else None,
         })
         self._writer = self._sink = self._stats = None
 

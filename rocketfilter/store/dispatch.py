@@ -8,6 +8,7 @@ moves it. A crash between a put and its dispatch leaves the ConsumeQueue lagging
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Dict, List, Optional
@@ -16,9 +17,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from rocketfilter.store import schema as S
+from rocketfilter.store.delta_write import delete_files, write_dataframe
 from rocketfilter.store.errors import StoreDamagedError
 from rocketfilter.store.retry import retry_on_conflict
 from rocketfilter.store.state import DISPATCH_APP_ID, ConsumeQueueState
+from rocketfilter.store.sub_bits import bits_column, plan_slots
 from rocketfilter.store.tables import StoreTables
 from rocketfilter.tags import tags_code_column
 
@@ -35,31 +38,38 @@ class DispatchReport:
     queues: Dict[str, Dict[int, list]]
 
 
-def consumequeue_rows(tables: StoreTables, commitlog_rows: DataFrame) -> DataFrame:
-    """CommitLog rows -> ConsumeQueue rows, with the filter bitmap when it is enabled."""
-    bitmap = _bitmap_column(tables, [r[0] for r in commitlog_rows.select("topic").distinct().collect()]) \
-        if _bitmaps_on(tables) else None
-    return commitlog_rows.select(
+def consumequeue_rows(tables: StoreTables, commitlog_rows: DataFrame,
+                      slots: Optional[Dict[str, Dict[str, dict]]] = None) -> DataFrame:
+    """CommitLog rows -> ConsumeQueue rows, with the filter bitmap when it is enabled and the
+    exact subscription bits of ``slots`` (:mod:`.sub_bits`) when the table has the column."""
+    promoted = tables.promoted_properties()
+    bitmap = _bitmap_column(tables, [r[0] for r in commitlog_rows.select("topic").distinct().collect()],
+                            promoted) if _bitmaps_on(tables) else None
+    # The tag code once, in its own projection: the TAG bits test it again.
+    rows = commitlog_rows.withColumn("tags_code", tags_code_column("tags"))
+    columns = [
         "topic", "queue_id", "queue_offset", "commitlog_offset",
-        F.col("store_size").alias("size"),
-        tags_code_column("tags").alias("tags_code"),
-        "store_timestamp",
+        F.col("store_size").alias("size"), "tags_code", "store_timestamp",
         (bitmap if bitmap is not None else F.lit(None).cast("binary")).alias("filter_bitmap"),
-    )
+    ]
+    if S.SUB_BITS in tables.consumequeue.schema.fieldNames():
+        bits = bits_column(slots or {}, promoted)
+        columns.append((bits if bits is not None else F.lit(None).cast("bigint")).alias(S.SUB_BITS))
+    return rows.select(*columns)
 
 
 def _bitmaps_on(tables: StoreTables) -> bool:
     return bool(getattr(tables.broker_config, "enable_calc_filter_bit_map", False))
 
 
-def _bitmap_column(tables: StoreTables, topics: List[str]):
+def _bitmap_column(tables: StoreTables, topics: List[str], promoted: Dict[str, str]):
     """One CASE over topics of each topic's bitmap Column (§10.4); None when no group filters."""
     from rocketfilter.store.bitmap import calc_bitmap_column
 
     manager = tables.filter_manager
     branches = None
     for topic in topics:
-        column = calc_bitmap_column(manager.filter_datas(topic), manager.bloom, "properties")
+        column = calc_bitmap_column(manager.filter_datas(topic), manager.bloom, "properties", promoted)
         if column is None:
             continue
         branches = (F.when(F.col("topic") == topic, column) if branches is None
@@ -67,16 +77,40 @@ def _bitmap_column(tables: StoreTables, topics: List[str]):
     return branches
 
 
-def write_consumequeue(tables: StoreTables, rows: DataFrame, n_rows: int) -> list:
+def write_consumequeue(tables: StoreTables, rows: DataFrame, n_rows: Optional[int] = None) -> list:
     """Write ConsumeQueue rows clustered by (topic, queue_id, queue_offset), one queue per file,
     so each file's statistics bound one stretch of one queue and a window read touches one or
-    two files."""
+    two files; return the files' descriptions (``delta_write.RESULT_SCHEMA`` dicts; commit
+    them as ``table._adds(rows, True)``). Rows are hash-partitioned by queue (a range partitioning would first sample the
+    input in a job of its own); ``n_rows``, when known, bounds the number of tasks."""
     per_file = tables.config.consume_queue_rows_per_file
-    parts = max(1, math.ceil(n_rows / per_file))
-    ordered = (rows.repartitionByRange(parts, "topic", "queue_id", "queue_offset")
+    parts = tables.spark.sparkContext.defaultParallelism
+    if n_rows is not None:
+        parts = max(1, min(parts, math.ceil(n_rows / per_file)))
+    if S.SUB_BITS in tables.consumequeue.schema.fieldNames() and S.SUB_BITS not in rows.columns:
+        rows = rows.withColumn(S.SUB_BITS, F.lit(None).cast("bigint"))  # imported units: no bits
+    ordered = (rows.repartition(parts, "topic", "queue_id")
                .sortWithinPartitions("topic", "queue_id", "queue_offset"))
-    return tables.consumequeue.write(ordered, max_rows_per_file=per_file, split_on=("topic", "queue_id"),
-                                     row_group_rows=tables.config.consume_queue_row_group_rows)
+    table = tables.consumequeue
+    table._check_writable()
+    ordered = ordered.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in table.schema.fields])
+    return write_dataframe(ordered, table.uri, table.arrow_schema, table.stats_columns,
+                           max_rows_per_file=per_file, split_on=("topic", "queue_id"),
+                           row_group_rows=tables.config.consume_queue_row_group_rows)
+
+
+def _ranges(written: list) -> List[dict]:
+    """Each queue's (lo, hi, n) over the files ``written``, one queue each (split on it)."""
+    out: Dict[tuple, dict] = {}
+    for file in written:
+        stats = json.loads(file["stats"])
+        lo, hi = stats["minValues"], stats["maxValues"]
+        key = tuple(json.loads(file["split_key"]))
+        r = out.setdefault(key, {"topic": key[0], "queue_id": key[1], "lo": lo["queue_offset"],
+                                 "hi": hi["queue_offset"], "n": 0})
+        r["lo"], r["hi"] = min(r["lo"], lo["queue_offset"]), max(r["hi"], hi["queue_offset"])
+        r["n"] += int(stats["numRecords"])
+    return list(out.values())
 
 
 def _merge_queues(state: ConsumeQueueState, ranges: List) -> ConsumeQueueState:
@@ -91,7 +125,7 @@ def _merge_queues(state: ConsumeQueueState, ranges: List) -> ConsumeQueueState:
                 f"topic {topic!r} queue {queue_id}: new entries cover offsets {lo}..{hi} ({n} rows) "
                 f"but the ConsumeQueue ends at {expected}")
         queues[topic][queue_id] = [old[0] if old else lo, hi + 1]
-    return ConsumeQueueState(state.dispatched, queues)
+    return ConsumeQueueState(state.dispatched, queues, state.bits)
 
 
 def dispatch(tables: StoreTables, *, to_commitlog_offset: Optional[int] = None) -> DispatchReport:
@@ -107,6 +141,9 @@ def dispatch(tables: StoreTables, *, to_commitlog_offset: Optional[int] = None) 
             end = min(end, to_commitlog_offset)
         if end <= state.dispatched:
             return DispatchReport(0, state.dispatched, state.dispatched, state.queues)
+        slots = plan_slots(tables, state)
+        if slots and S.SUB_BITS not in cq.schema.fieldNames():
+            version = cq.add_columns([S.SUB_BITS_FIELD], expected_version=version)
         where = [("commitlog_offset", ">=", state.dispatched), ("commitlog_offset", "<", end)]
         files = tables.commitlog.files(where)
         missing = tables.commitlog.missing_files(files)
@@ -114,16 +151,19 @@ def dispatch(tables: StoreTables, *, to_commitlog_offset: Optional[int] = None) 
             raise StoreDamagedError(f"store {tables.uri}: cannot dispatch: the commitlog table lost "
                                     f"{len(missing)} data file(s) its Delta log lists, e.g. {missing[0]}")
         new = tables.commitlog.read(tables.spark, where=where, files=files)
-        ranges = (new.groupBy("topic", "queue_id")
-                  .agg(F.min("queue_offset").alias("lo"), F.max("queue_offset").alias("hi"),
-                       F.count(F.lit(1)).alias("n"))
-                  .collect())
-        merged = _merge_queues(state, ranges)
-        merged.dispatched = end
-        n_rows = sum(int(r["n"]) for r in ranges)
-        adds = write_consumequeue(tables, consumequeue_rows(tables, new), n_rows) if n_rows else []
-        cq.commit(adds, expected_version=version, app_transaction=(DISPATCH_APP_ID, end),
-                  custom_metadata=merged.to_metadata())
-        return DispatchReport(n_rows, state.dispatched, end, merged.queues)
+        # One read of the new rows: each file written holds one stretch of one queue, so the
+        # queues' new ranges come from the files' own statistics.
+        written = write_consumequeue(tables, consumequeue_rows(tables, new, slots))
+        adds = cq._adds(written, True)
+        try:
+            ranges = _ranges(written)
+            merged = _merge_queues(state, ranges)
+            merged.dispatched, merged.bits = end, slots
+            cq.commit(adds, expected_version=version, app_transaction=(DISPATCH_APP_ID, end),
+                      custom_metadata=merged.to_metadata())
+        except BaseException:
+            delete_files(cq.uri, [a.path for a in adds])
+            raise
+        return DispatchReport(sum(r["n"] for r in ranges), state.dispatched, end, merged.queues)
 
     return retry_on_conflict(attempt, "dispatch")

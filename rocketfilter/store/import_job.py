@@ -3,17 +3,22 @@
 The files are parsed and checked by :mod:`.importer` on the executors. Nothing is committed
 until the whole source validated (or, with ``skip_damaged``, until the damage is counted). The
 consume-queue units are imported as they are, then the CommitLog messages they do not cover yet
-are dispatched, as a broker's recovery re-puts the tail of its commit log.
+are dispatched, as a broker's recovery re-puts the tail of its commit log. The broker's
+``config/*.json`` files (committed offsets, topics, subscription groups, SQL92 filter data) are
+checked before anything is committed and applied last (:mod:`.config_files`).
 """
 from __future__ import annotations
 
 from pyspark.sql import functions as F
 
 from rocketfilter.store import schema as S
+from rocketfilter.store.config_files import apply_broker_config, read_broker_config
 from rocketfilter.store.dispatch import dispatch, write_consumequeue
 # StoreNotEmptyError is re-exported: callers import it from here.
 from rocketfilter.store.errors import StoreNotEmptyError
 from rocketfilter.store.importer import scan_store
+from rocketfilter.store.promote import promote_configured
+from rocketfilter.store.promoted import frequent_user_properties, with_promoted
 from rocketfilter.store.state import DISPATCH_APP_ID, CommitLogState, ConsumeQueueState
 from rocketfilter.store.tables import StoreTables
 from rocketfilter.store.topics import create_topic, topic_config
@@ -27,6 +32,7 @@ def import_store(tables: StoreTables, path: str, *, skip_damaged: bool = False):
     if tables.commitlog_state().next_commitlog_offset or tables.table(S.COMMITLOG).files():
         raise StoreNotEmptyError(f"store {tables.uri} already holds messages; import into a new store")
     scanned = scan_store(tables.spark, path, skip_damaged=skip_damaged)
+    configs = read_broker_config(path, skip_damaged=skip_damaged, broker_config=tables.broker_config)
     report = scanned.validate()
 
     for topic, queue_count in scanned.topics:
@@ -47,9 +53,13 @@ def import_store(tables: StoreTables, path: str, *, skip_damaged: bool = False):
     )
     for r in queue_ends:
         state.queues.setdefault(r["topic"], {})[r["queue_id"]] = int(r["last"]) + 1
+    # Promote what the settings name, and each topic's most frequent user properties.
+    top = tables.config.promote_top_properties
+    promote_configured(tables, frequent_user_properties(cl, top) if top else ())
     table = tables.table(S.COMMITLOG)
     version = table.version()
-    adds = table.write(cl.repartitionByRange(report_partitions(report), "commitlog_offset")
+    adds = table.write(with_promoted(cl, table.schema)
+                       .repartitionByRange(report_partitions(report), "commitlog_offset")
                        .sortWithinPartitions("commitlog_offset"))
     table.commit(adds, expected_version=version, custom_metadata=state.to_metadata(),
                  operation="WRITE")
@@ -67,11 +77,12 @@ def import_store(tables: StoreTables, path: str, *, skip_damaged: bool = False):
     n_units = sum(int(r["n"]) for r in ranges)
     cq_table = tables.table(S.CONSUMEQUEUE)
     cq_version = cq_table.version()
-    adds = write_consumequeue(tables, cq, n_units) if n_units else []
+    adds = cq_table._adds(write_consumequeue(tables, cq, n_units), True) if n_units else []
     cq_table.commit(adds, expected_version=cq_version, app_transaction=(DISPATCH_APP_ID, dispatched),
                     custom_metadata=cq_state.to_metadata())
     scanned.unpersist()
     dispatch(tables)
+    report.config = apply_broker_config(tables, configs)
     return report
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -61,6 +61,7 @@ class ImportReport:
     damaged: List[Damage] = field(default_factory=list)  # the first MAX_REPORTED_DAMAGE, in file order
     skip_damaged: bool = False
     seconds: float = 0.0
+    config: Optional[Any] = None   # a config_files.ConfigImportReport, set by import_store
 
     @property
     def damaged_records(self) -> int:

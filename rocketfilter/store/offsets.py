@@ -1,4 +1,5 @@
-"""Consumer offsets: ``ConsumerOffsetManager`` as the store's ``consumer_offsets`` table.
+"""Consumer offsets: ``ConsumerOffsetManager`` as the store's ``consumer_offsets`` table, and the
+admin's ``resetOffsetByTime``.
 
 An offset is the next queue offset a group will consume. Committing checks what RocketMQ's
 client and admin tools guarantee (a valid group and topic, a queue id and offset >= 0), with the
@@ -9,10 +10,12 @@ from __future__ import annotations
 import time
 from typing import Dict, Iterable, Tuple
 
-from rocketfilter.checks import check_offset, check_queue_id
+from rocketfilter.checks import LONG_MAX, _is_int, check_offset, check_queue_id
 from rocketfilter.naming import validate_group, validate_topic
 from rocketfilter.store import schema as S
+from rocketfilter.store.offsets_by_time import get_offset_in_queue_by_time
 from rocketfilter.store.tables import StoreTables
+from rocketfilter.store.topics import topic_config
 
 Key = Tuple[str, str, int]
 
@@ -57,3 +60,29 @@ def consumer_offsets(tables: StoreTables, group: str = None, topic: str = None) 
 def query_consumer_offset(tables: StoreTables, group: str, topic: str, queue_id: int) -> int:
     """The committed offset, or -1 when the group never committed one for this queue."""
     return consumer_offsets(tables, group, topic).get((group, topic, int(queue_id)), -1)
+
+
+def reset_offset_by_time(tables: StoreTables, group: str, topic: str, timestamp_ms: int) -> Dict[int, int]:
+    """``mqadmin resetOffsetByTime`` as a RocketMQ 5.2+ broker runs it (``useServerSideResetOffset``,
+    on by default; ``AdminBrokerProcessor.resetOffsetInner``): every read queue of ``topic`` gets
+    the LOWER offset of ``timestamp_ms`` (the first message stored at or after it; a negative
+    time: the queue's max offset), committed for ``group`` whether that moves the group back or
+    forward, in one commit. Returns ``{queue_id: offset}``. A topic the store does not have is
+    refused (TOPIC_NOT_EXIST). docs/offsets.md tells how older brokers differed.
+
+    >>> reset_offset_by_time(store, "GID", "TopicTest", 1714557600000)      # doctest: +SKIP
+    {0: 42, 1: 40, 2: 41, 3: 40}
+    """
+    validate_group(group)
+    validate_topic(topic)
+    if not _is_int(timestamp_ms) or not -LONG_MAX - 1 <= timestamp_ms <= LONG_MAX:
+        raise ValueError(f"timestamp_ms must be an integer (ms since the epoch), got {timestamp_ms!r}")
+    config = topic_config(tables, topic)
+    if config is None:
+        raise ValueError(f"Topic {topic} does not exist in store {tables.uri}; cannot reset offsets of "
+                         f"group {group}")
+    reset = {q: tables.get_max_offset_in_queue(topic, q) if timestamp_ms < 0
+             else get_offset_in_queue_by_time(tables, topic, q, timestamp_ms, "LOWER")
+             for q in range(config.read_queue_nums)}
+    commit_consumer_offsets(tables, [(group, topic, q, offset) for q, offset in reset.items()])
+    return reset

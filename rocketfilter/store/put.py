@@ -12,6 +12,7 @@ the new high-water marks; a producer that loses the race re-plans from the winne
 """
 from __future__ import annotations
 
+import binascii
 import time
 from typing import Dict, List, Tuple
 
@@ -19,11 +20,14 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
+from pyspark.sql.types import StructType
 
 from rocketfilter.message import properties_to_string_column, string_to_properties_column
 from rocketfilter.store import schema as S
+from rocketfilter.store.delta_write import RESULT_DDL, delete_files
 from rocketfilter.store.dispatch import dispatch
+from rocketfilter.store.promote import promote_configured
+from rocketfilter.store.promoted import with_promoted
 from rocketfilter.store.put_input import INPUT_SCHEMA, PutMessageError, as_dict, conform, messages_from_list
 from rocketfilter.store.retry import retry_on_conflict
 from rocketfilter.store.state import CommitLogState
@@ -66,10 +70,17 @@ def _prepare(df: DataFrame, cluster_name: str) -> DataFrame:
     its own projection: Spark keeps non-cheap expressions that are used twice apart."""
     staged = df.withColumn("properties", _with_producer_properties(
         F.col("properties"), F.col("tags"), F.col("keys"), cluster_name))
-    staged = staged.withColumn("_wire", properties_to_string_column("properties"))
+    # The wire string's bytes are counted, not built: only the rare maps the round trip
+    # changes build it (profiled: building it for every message was a third of the put).
+    props = F.col("properties")
+    staged = staged.withColumn("_wire", F.aggregate(
+        F.map_entries(props), F.lit(0),
+        lambda n, e: n + F.when(e["value"].isNotNull(),
+                                F.octet_length(e["key"]) + F.octet_length(e["value"]) + 2)
+        .otherwise(F.lit(0))))
     staged = staged.withColumn("properties", F.when(
-        _needs_round_trip(F.col("properties")), string_to_properties_column(F.col("_wire")))
-        .otherwise(F.col("properties")))
+        _needs_round_trip(props), string_to_properties_column(properties_to_string_column(props)))
+        .otherwise(props))
     ipv6 = lambda c: F.coalesce(F.col(c).contains("["), F.lit(False)).cast("int")  # noqa: E731
     return (staged
             .withColumn("tags", F.col("properties")["TAGS"])
@@ -78,7 +89,7 @@ def _prepare(df: DataFrame, cluster_name: str) -> DataFrame:
             .withColumn("flag", F.coalesce(F.col("flag"), F.lit(0)))
             .withColumn("born_host", F.coalesce(F.col("born_host"), F.lit("127.0.0.1:0")))
             .withColumn("store_size", (F.lit(91) + F.length("body") + F.octet_length("topic")
-                                       + F.octet_length("_wire") + ipv6("born_host") * 12).cast("int"))
+                                       + F.col("_wire") + ipv6("born_host") * 12).cast("int"))
             .drop("_wire"))
 
 
@@ -111,7 +122,10 @@ def _count_partition(batches):
 
 
 def _counts(df: DataFrame) -> List[tuple]:
-    return df.mapInArrow(_count_partition, "p int, topic string, queue_id long, n long, bytes long").collect()
+    # Only the three columns travel to Python (profiled: shipping whole rows made this pass
+    # as costly as the write).
+    return (df.select("topic", "queue_id", "store_size")
+            .mapInArrow(_count_partition, "p int, topic string, queue_id long, n long, bytes long").collect())
 
 
 def _plan(counts: List[tuple], state: CommitLogState, queue_nums: Dict[str, int]) -> Tuple[dict, CommitLogState]:
@@ -210,7 +224,12 @@ def _store_host_prefix(store_host: str) -> str:
     return bytes(int(x) for x in ip.split(".")).hex().upper() + f"{int(port):08X}"
 
 
-def _finish(assigned: DataFrame, store_host: str, store_timestamp: int) -> DataFrame:
+_ASSIGNED = ("queue_offset", "commitlog_offset", "msg_id")   # known only in pass 2
+
+
+def _finish(prepared: DataFrame, store_host: str, store_timestamp: int, schema) -> DataFrame:
+    """Every column of the table (``schema``: base and promoted) that does not depend on the
+    offsets, in Spark, before pass 2 assigns them."""
     extra = {
         "body_crc": (F.crc32("body").bitwiseAND(F.lit(0x7FFFFFFF))).cast("int"),
         "sys_flag": F.lit(0),
@@ -219,12 +238,40 @@ def _finish(assigned: DataFrame, store_host: str, store_timestamp: int) -> DataF
         "store_host": F.lit(store_host),
         "reconsume_times": F.lit(0),
         "prepared_transaction_offset": F.lit(0).cast("long"),
-        "msg_id": F.concat(F.lit(_store_host_prefix(store_host)),
-                           F.lpad(F.hex("commitlog_offset"), 16, "0")),
     }
-    return assigned.select(*[
+    base = prepared.select(*[
         (extra[f.name] if f.name in extra else F.col(f.name)).cast(f.dataType).alias(f.name)
-        for f in S.COMMITLOG_SCHEMA.fields])
+        for f in S.COMMITLOG_SCHEMA.fields if f.name not in _ASSIGNED])
+    return with_promoted(base, StructType([f for f in schema.fields if f.name not in _ASSIGNED]))
+
+
+def _msg_ids(prefix: str, offsets: np.ndarray) -> pa.Array:
+    """``prefix`` + 16 upper-case hex digits of each offset, as one string buffer (vectorised)."""
+    n = len(offsets)
+    chars = np.empty((n, 32), np.uint8)
+    chars[:, :16] = np.frombuffer(prefix.encode("ascii"), np.uint8)
+    chars[:, 16:] = np.frombuffer(binascii.hexlify(offsets.astype(">u8").tobytes()).upper(),
+                                  np.uint8).reshape(n, 16)
+    ends = np.arange(0, 32 * (n + 1), 32, dtype=np.int32)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(ends), pa.py_buffer(chars))
+
+
+def _assign_and_write(plan: dict, table, prefix: str, row_group_rows: int):
+    """Pass 2's ``mapInArrow`` function: assign the offsets and message ids, and write the
+    table's parquet files in the same Python worker (one trip of the rows through Python)."""
+    assign = _assigner(plan)
+    schema, uri, stats = table.arrow_schema, table.uri, list(table.stats_columns)
+
+    def run(batches):
+        from rocketfilter.store.delta_write import write_partition
+
+        def finished():
+            for batch in assign(batches):
+                offsets = batch.column("commitlog_offset").to_numpy()
+                yield batch.append_column("msg_id", _msg_ids(prefix, offsets))
+        yield from write_partition(finished(), root_uri=uri, schema=schema, stats_columns=stats,
+                                   max_rows_per_file=1_000_000, row_group_rows=row_group_rows)
+    return run
 
 
 # --- the whole put --------------------------------------------------------------------------
@@ -294,6 +341,7 @@ def put_messages(tables: StoreTables, messages):
         raise PutMessageError(f"{missing} message(s) have no topic (column 'topic' is null); "
                               "nothing was written")
     queue_nums = _check_topics(tables, _wanted((r["topic"], r["queue_id"]) for r in counts))
+    promote_configured(tables)
 
     def attempt():
         table = tables.table(S.COMMITLOG)
@@ -301,12 +349,18 @@ def put_messages(tables: StoreTables, messages):
         state = tables.commitlog_state()
         plan, new_state = _plan(counts, state, queue_nums)
         now = int(time.time() * 1000)
-        out = T.StructType(prepared.schema.fields + [T.StructField("queue_offset", T.LongType()),
-                                                     T.StructField("commitlog_offset", T.LongType())])
-        assigned = prepared.mapInArrow(_assigner(plan), out)
-        adds = table.write(_finish(assigned, store_host, now),
-                           row_group_rows=tables.config.commit_log_row_group_rows)
-        table.commit(adds, expected_version=version, custom_metadata=new_state.to_metadata())
+        table._check_writable()
+        # The promoted columns the table has now (a retry after a promote sees the new ones).
+        rows = (_finish(prepared, store_host, now, table.schema)
+                .mapInArrow(_assign_and_write(plan, table, _store_host_prefix(store_host),
+                                              tables.config.commit_log_row_group_rows), RESULT_DDL)
+                .collect())
+        adds = table._adds([r.asDict() for r in rows], True)
+        try:
+            table.commit(adds, expected_version=version, custom_metadata=new_state.to_metadata())
+        except BaseException:
+            delete_files(table.uri, [a.path for a in adds])
+            raise
         return state.next_commitlog_offset, new_state.next_commitlog_offset
 
     start, end = retry_on_conflict(attempt, "put_messages")

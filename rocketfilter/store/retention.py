@@ -99,7 +99,7 @@ def clean_consumequeue(tables: StoreTables, min_commitlog_offset: int) -> int:
         queues = {t: {q: [first.get((t, q), hi), hi] for q, (lo, hi) in qs.items()}
                   for t, qs in state.queues.items()}
         table.commit(removes=gone, expected_version=version, operation="DELETE",
-                     custom_metadata=ConsumeQueueState(state.dispatched, queues).to_metadata())
+                     custom_metadata=ConsumeQueueState(state.dispatched, queues, state.bits).to_metadata())
         return len(gone)
 
     return retry_on_conflict(attempt, "consume-queue clean-up")

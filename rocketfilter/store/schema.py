@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 from pyspark.sql.types import (
+    ArrayType,
     BinaryType,
+    BooleanType,
     IntegerType,
     LongType,
     MapType,
@@ -21,7 +23,8 @@ COMMITLOG = "commitlog"
 CONSUMEQUEUE = "consumequeue"
 CONSUMER_OFFSETS = "consumer_offsets"
 TOPICS = "topics"
-TABLES = (COMMITLOG, CONSUMEQUEUE, CONSUMER_OFFSETS, TOPICS)
+CONSUMER_GROUPS = "consumer_groups"
+TABLES = (COMMITLOG, CONSUMEQUEUE, CONSUMER_OFFSETS, TOPICS, CONSUMER_GROUPS)
 
 
 def _f(name: str, dtype, nullable: bool = True) -> StructField:
@@ -78,12 +81,53 @@ TOPICS_SCHEMA = StructType([
     _f("updated_at", LongType(), False),
 ])
 
+# One row per (group, consumer, topic) of a consumer group as its consumers' heartbeats (or
+# save_group) left it: what ConsumerGroup.to_dict holds (rocketfilter.store.groups).
+CONSUMER_GROUPS_SCHEMA = StructType([
+    _f("group", StringType(), False),
+    _f("message_model", StringType(), False),
+    _f("allocate_strategy", StringType(), False),        # the strategy's config as JSON
+    _f("consume_from_where", StringType(), False),
+    _f("position", IntegerType(), False),                # the row's place within its group
+    _f("client_id", StringType()),                       # null: a group without consumers
+    _f("heartbeats", ArrayType(IntegerType(), False)),   # where in the group's heartbeat order
+    _f("consumer_sub_version", LongType()),
+    _f("post_subscription_when_pull", BooleanType()),
+    _f("unregistered", BooleanType()),
+    _f("topic", StringType()),                           # null: the consumer subscribes nothing
+    _f("expression", StringType()),
+    _f("expression_type", StringType()),
+    _f("sub_version", LongType()),
+    _f("updated_at", LongType(), False),
+])
+
 SCHEMAS = {
     COMMITLOG: COMMITLOG_SCHEMA,
     CONSUMEQUEUE: CONSUMEQUEUE_SCHEMA,
     CONSUMER_OFFSETS: CONSUMER_OFFSETS_SCHEMA,
     TOPICS: TOPICS_SCHEMA,
+    CONSUMER_GROUPS: CONSUMER_GROUPS_SCHEMA,
 }
+
+# The ConsumeQueue's exact subscription bits (rocketfilter.store.sub_bits): bit i is the broker's
+# decision for the topic's slot i. Added by a schema change when the first slot is needed.
+SUB_BITS = "sub_bits"
+SUB_BITS_FIELD = _f(SUB_BITS, LongType())
+
+
+def is_sub_bits_field(field: StructField) -> bool:
+    return field.name == SUB_BITS and isinstance(field.dataType, LongType)
+
+
+def _is_promoted_field(field: StructField) -> bool:
+    from rocketfilter.store.promoted import is_promoted_field
+
+    return is_promoted_field(field)
+
+
+# Trailing columns a table may have beyond its schema above (see delta_schema.check_schema):
+# the CommitLog's promoted properties (rocketfilter.store.promoted) and the bits.
+EXTRA_COLUMNS = {COMMITLOG: _is_promoted_field, CONSUMEQUEUE: is_sub_bits_field}
 
 # Columns whose per-file min/max the store writes and prunes on.
 STATS_COLUMNS = {
@@ -91,6 +135,7 @@ STATS_COLUMNS = {
     CONSUMEQUEUE: ("topic", "queue_id", "queue_offset", "commitlog_offset", "store_timestamp"),
     CONSUMER_OFFSETS: ("group", "topic", "queue_id"),
     TOPICS: ("topic",),
+    CONSUMER_GROUPS: ("group", "client_id", "topic"),
 }
 
 

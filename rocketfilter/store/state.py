@@ -54,10 +54,13 @@ class CommitLogState:
 @dataclass
 class ConsumeQueueState:
     """Each queue's ``[min_offset, max_offset)`` (max is one past the last entry, as
-    ``maxOffsetInQueue``) and how far the commit log has been dispatched."""
+    ``maxOffsetInQueue``), how far the commit log has been dispatched, and each topic's slots
+    of exact subscription bits (:mod:`.sub_bits`): decision key -> ``{"slot": i, "from":
+    {queue_id: first queue offset with the bit}}``."""
 
     dispatched: int = 0
     queues: Dict[str, Dict[int, list]] = field(default_factory=dict)
+    bits: Dict[str, Dict[str, dict]] = field(default_factory=dict)
 
     def offsets(self, topic: str, queue_id: int) -> Optional[tuple]:
         found = self.queues.get(topic, {}).get(queue_id)
@@ -68,6 +71,9 @@ class ConsumeQueueState:
             "dispatched": self.dispatched,
             "queues": {t: {str(q): list(o) for q, o in qs.items()} for t, qs in self.queues.items()},
         }
+        if self.bits:
+            body["bits"] = {t: {k: {"slot": v["slot"], "from": {str(q): o for q, o in v["from"].items()}}
+                                for k, v in keys.items()} for t, keys in self.bits.items()}
         return {CONSUMEQUEUE_KEY: json.dumps(body, separators=(",", ":"))}
 
     @classmethod
@@ -79,4 +85,6 @@ class ConsumeQueueState:
             dispatched=int(body["dispatched"]),
             queues={t: {int(q): [int(o[0]), int(o[1])] for q, o in qs.items()}
                     for t, qs in body["queues"].items()},
+            bits={t: {k: {"slot": int(v["slot"]), "from": {int(q): int(o) for q, o in v["from"].items()}}
+                      for k, v in keys.items()} for t, keys in body.get("bits", {}).items()},
         )

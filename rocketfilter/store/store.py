@@ -2,18 +2,24 @@
 
 A thin facade: the tables and their state are :class:`~rocketfilter.store.tables.StoreTables`,
 and each operation lives in its own module that takes the tables (:mod:`.topics`,
-:mod:`.offsets`, :mod:`.put`, :mod:`.dispatch`, :mod:`.retention`, :mod:`.import_job`). Only
+:mod:`.offsets`, :mod:`.groups`, :mod:`.put`, :mod:`.dispatch`, :mod:`.retention`,
+:mod:`.import_job`). Only
 ``get_message`` reaches up into :mod:`rocketfilter.pull`, lazily, because RocketMQ users expect
 ``getMessage`` on a message store.
 """
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Optional
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional
 
 from rocketfilter.config import BrokerConfig, MessageStoreConfig, TopicConfig
 from rocketfilter.store import dispatch as _dispatch
-from rocketfilter.store import import_job, offsets, put, retention, topics
+from rocketfilter.store import backfill as _backfill
+from rocketfilter.store import groups, import_job, offsets, offsets_by_time, put, retention, sub_bits, topics
+from rocketfilter.store import promote as _promote
 from rocketfilter.store.tables import StoreTables
+
+if TYPE_CHECKING:
+    from rocketfilter.consumer.group import ConsumerGroup
 
 
 class MessageStore(StoreTables):
@@ -79,6 +85,46 @@ class MessageStore(StoreTables):
         """The committed offset, or -1 when the group never committed one for this queue."""
         return offsets.query_consumer_offset(self, group, topic, queue_id)
 
+    def reset_offset_by_time(self, group: str, topic: str, timestamp_ms: int) -> Dict[int, int]:
+        """RocketMQ's admin ``resetOffsetByTime``: commit, for every read queue of ``topic``, the
+        offset of ``timestamp_ms``; returns them by queue. See :mod:`.offsets`."""
+        return offsets.reset_offset_by_time(self, group, topic, timestamp_ms)
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp_ms: int,
+                                    boundary_type: str = "LOWER") -> int:
+        """The queue offset of a store time (ms), as RocketMQ's ``getOffsetInQueueByTime`` with
+        ``BoundaryType`` LOWER or UPPER; see :mod:`.offsets_by_time`."""
+        return offsets_by_time.get_offset_in_queue_by_time(self, topic, queue_id, timestamp_ms,
+                                                           boundary_type)
+
+    # --- consumer groups --------------------------------------------------------------------
+
+    def save_group(self, group: "ConsumerGroup") -> None:
+        """Store a ``ConsumerGroup`` (its settings, consumers, subscriptions and heartbeat order),
+        replacing the store's group of that name; see :mod:`.groups`."""
+        groups.save_group(self, group)
+
+    def load_group(self, name: str) -> "ConsumerGroup":
+        """The stored group ``name``; ValueError when the store has none of that name."""
+        return groups.load_group(self, name)
+
+    def list_groups(self) -> List[str]:
+        """The names of the stored groups, sorted."""
+        return groups.list_groups(self)
+
+    def record_heartbeat(self, group: str, client_id: str, subscriptions, *, message_model: str = "CLUSTERING",
+                         consume_from_where: str = "CONSUME_FROM_LAST_OFFSET",
+                         post_subscription_when_pull: Optional[bool] = None) -> bool:
+        """Record a consumer's heartbeat in its stored group (the Broker calls it on every
+        ``register_consumer``); see :func:`rocketfilter.store.groups.record_heartbeat`."""
+        return groups.record_heartbeat(self, group, client_id, subscriptions, message_model=message_model,
+                                       consume_from_where=consume_from_where,
+                                       post_subscription_when_pull=post_subscription_when_pull)
+
+    def record_unregister(self, group: str, client_id: str) -> bool:
+        """Record that a consumer left its group (the Broker's ``unregister_consumer``)."""
+        return groups.record_unregister(self, group, client_id)
+
     # --- the write path and its maintenance ------------------------------------------------
 
     def put_messages(self, messages):
@@ -100,6 +146,25 @@ class MessageStore(StoreTables):
 
     def vacuum(self, retention_hours: float = 168, **kwargs) -> List[str]:
         return retention.vacuum(self, retention_hours, **kwargs)
+
+    def promote(self, properties):
+        """Promote ``properties`` (names) to typed CommitLog columns, rewriting the files that
+        hold them; see :mod:`.promote`. Returns a ``PromoteReport``."""
+        return _promote.promote(self, [properties] if isinstance(properties, str) else list(properties))
+
+    def register_subscription_bits(self, group: str, topic: str, expression: str,
+                                   expression_type: str = "TAG", sub_version: int = 0) -> bool:
+        """Keep the exact broker decision of ``group``'s subscription as a ConsumeQueue bit from
+        the next dispatch on (:mod:`.sub_bits`); :meth:`backfill` computes it for history."""
+        return sub_bits.register(self, group, topic, expression, expression_type, sub_version)
+
+    def unregister_subscription_bits(self, group: str, topic: Optional[str] = None) -> None:
+        sub_bits.unregister(self, group, topic)
+
+    def backfill(self, topics: Optional[List[str]] = None) -> dict:
+        """Compute the registered subscriptions' bits over the ConsumeQueue's history; see
+        :mod:`.backfill`."""
+        return _backfill.backfill(self, topics)
 
     def import_store(self, path: str, *, skip_damaged: bool = False):
         """Import a RocketMQ broker's store directory; see :mod:`.import_job`."""

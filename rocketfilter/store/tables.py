@@ -1,12 +1,13 @@
 """``StoreTables``: the Delta tables of one store and what every store operation reads from them.
 
 The operations (:mod:`.put`, :mod:`.dispatch`, :mod:`.retention`, :mod:`.import_job`,
-:mod:`.topics`, :mod:`.offsets`) take a ``StoreTables`` and never import the
+:mod:`.topics`, :mod:`.offsets`, :mod:`.groups`) take a ``StoreTables`` and never import the
 :class:`~rocketfilter.store.store.MessageStore` facade, which is a ``StoreTables`` itself.
 
 The CommitLog commit is the truth; the ConsumeQueue is derived from it by dispatch, as RocketMQ's
 reput service does. The small tables (topics, consumer offsets) are rewritten whole on each
-change, with optimistic concurrency, since they hold one row per topic or per queue.
+change, with optimistic concurrency, since they hold one row per topic, per queue or per
+consumer subscription.
 """
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def store_exists(uri, storage_options: Optional[dict] = None) -> bool:
 
 
 class StoreTables:
-    """The four Delta tables under ``uri``, the store's settings and its high-water marks.
+    """The Delta tables under ``uri`` (:data:`rocketfilter.store.schema.TABLES`), the store's
+    settings and its high-water marks.
 
     ``create=False`` refuses a path that holds no store (a mistyped path) with
     :class:`~rocketfilter.store.errors.StoreNotFoundError` instead of making an empty one.
@@ -70,7 +72,7 @@ class StoreTables:
             raise StoreNotFoundError(f"no rocketfilter store at {uri} (no {S.COMMITLOG} Delta table "
                                      "there); check the path, or create one with create=True")
         self.tables: Dict[str, Table] = {
-            name: Table.open(f"{self.uri}/{name}", S.SCHEMAS[name],
+            name: Table.open(f"{self.uri}/{name}", S.SCHEMAS[name], extra=S.EXTRA_COLUMNS.get(name),
                              stats_columns=S.STATS_COLUMNS[name], storage_options=storage_options)
             for name in S.TABLES
         }
@@ -141,10 +143,17 @@ class StoreTables:
         found = self.consumequeue_state().offsets(topic, queue_id)
         return 0 if found is None else found[0]
 
+    def promoted_properties(self) -> Dict[str, str]:
+        """Property name -> CommitLog column, for the promoted properties (as of the loaded
+        snapshot; see :mod:`.promoted`)."""
+        from rocketfilter.store.promoted import promoted_properties
+
+        return promoted_properties(self.commitlog.schema)
+
     # --- small tables --------------------------------------------------------------------------
 
     def read_small(self, name: str) -> pa.Table:
-        """A small table's rows (topics, consumer offsets) read on the driver."""
+        """A small table's rows (topics, consumer offsets, consumer groups) read on the driver."""
         table = self.table(name)
         files = table.files()
         schema = S.arrow_schema(S.SCHEMAS[name])

@@ -19,7 +19,9 @@ def documented_output(block: str) -> list:
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
-def test_doc_block_runs(block):
+def test_doc_block_runs(block, request):
+    if "MessageStore" in block:
+        request.getfixturevalue("spark")   # the suite's session, which the block's store then uses
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         exec(compile(block, str(DOC), "exec"), {})

@@ -215,6 +215,33 @@ def test_duplicates_and_unknown_consumers():
     assert group.heartbeats == ["B", "A", "B"]
 
 
+def test_a_consumer_that_leaves_takes_no_queue_but_its_subscription_stays():
+    group = ConsumerGroup("G")
+    group.add_consumer("A", {"T": "tagA"}, sub_version=1)
+    group.add_consumer("B", {"T": "tagB"}, sub_version=2)
+    group.remove_consumer("B")                 # unregisterChannel: B's tagB stays in the table
+    group.heartbeat("A")                       # A's older version does not replace it
+    assert group.consumer_ids() == ["A"] and group.departed == ["B"]
+    assert group.effective_subscriptions["T"].sub_string == "tagB"
+    assert list(group.group_info().clients) == ["A"]
+    assert ids(group.allocate("T", queues("T", 4))) == {"A": [0, 1, 2, 3]}
+    assert group.subscription_for_pull("A", "T").broker.sub_string == "tagB"
+    with pytest.raises(ValueError, match="'B' has left the group"):
+        group.subscription_for_pull("B", "T")
+    group.heartbeat("B")                       # B is back
+    assert group.departed == [] and ids(group.allocate("T", queues("T", 4))) == {"A": [0, 1], "B": [2, 3]}
+
+
+def test_the_last_consumer_leaving_clears_the_group():
+    group = ConsumerGroup("G", allocate_strategy="AVG_BY_CIRCLE")
+    group.add_consumer("A", {"T": "*"})
+    group.add_consumer("B", {"T": "*"})
+    group.remove_consumer("A")
+    group.remove_consumer("B")
+    assert (group.consumer_ids(), group.heartbeats, group.departed, group.effective_subscriptions) == ([], [], [], {})
+    assert group.allocate_strategy.get_name() == "AVG_BY_CIRCLE"
+
+
 # -- the package's own rules -------------------------------------------------------------------
 CONSUMER_DIR = Path(rocketfilter.consumer.__file__).parent
 
@@ -225,6 +252,20 @@ def test_consumer_never_imports_pull(path):
     names = [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
     names += [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
     assert not [n for n in names if n.startswith("rocketfilter.pull")]
+
+
+def test_importing_the_package_loads_neither_pull_nor_the_store_and_hands_out_the_replay_lazily():
+    import subprocess
+    import sys
+
+    code = ("import sys, rocketfilter.consumer as c; "
+            "print(sorted(m for m in sys.modules if m.startswith(('rocketfilter.pull', 'rocketfilter.store')))); "
+            "f = c.replay_group; print(f.__module__, 'rocketfilter.pull.group_replay' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=Path(rocketfilter.consumer.__file__).parents[2])
+    assert done.stdout.splitlines() == ["[]", "rocketfilter.pull.group_replay True"], done.stderr
+    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+        rocketfilter.consumer.nope   # noqa: B018
 
 
 @pytest.mark.parametrize("name", [m.name for m in pkgutil.iter_modules([str(CONSUMER_DIR)])])

@@ -121,6 +121,13 @@ def with_consumer(index: int, **changes) -> dict:
      "consumers[1] (clientId 'B'): subscriptions.a/b: The specified topic"),
     (with_consumer(0, subVersion="7"), "consumers[0] (clientId 'A'): subVersion: expected an integer"),
     (with_consumer(0, postSubscriptionWhenPull="yes"), "consumers[0] (clientId 'A'): postSubscriptionWhenPull"),
+    (with_consumer(1, subscriptions={"T": {"expression": "a", "subVersion": "1"}}),
+     "consumers[1] (clientId 'B'): subscriptions.T: subVersion: expected an integer"),
+    (with_consumer(1, subscriptions={"T": {"expression": "a", "version": 1}}),
+     "consumers[1] (clientId 'B'): subscriptions.T: a subscription is"),
+    (with_consumer(0, unregistered=1), "consumers[0] (clientId 'A'): unregistered: expected true or false"),
+    ({**BASE, "consumers": [{**c, "unregistered": True} for c in BASE["consumers"]]},
+     "consumers: every consumer is unregistered"),
     ({**BASE, "heartbeats": ["A", "C"]}, "heartbeats[1]: 'C' is not a consumer of the group"),
     ({**BASE, "heartbeats": ["A"]}, "heartbeats: consumers ['B'] never heartbeat"),
 ])
@@ -155,3 +162,23 @@ def test_missing_and_binary_files(tmp_path):
     (tmp_path / "bin.json").write_bytes(b"\xff\xfe{")
     with pytest.raises(GroupFileError, match="not UTF-8"):
         ConsumerGroup.from_file(tmp_path / "bin.json")
+
+
+def test_a_topic_may_carry_its_own_sub_version_and_round_trips():
+    group = ConsumerGroup.from_dict({"group": "G", "consumers": [
+        {"clientId": "A", "subscriptions": {"T": "a", "U": {"expression": "x > 1", "type": "SQL92",
+                                                            "subVersion": 12}}, "subVersion": 10}]})
+    subs = group.consumer("A").subscriptions
+    assert (subs["T"].sub_version, subs["U"].sub_version, subs["U"].expression_type) == (10, 12, "SQL92")
+    assert group.to_dict()["consumers"][0]["subscriptions"] == {
+        "T": "a", "U": {"expression": "x > 1", "type": "SQL92", "subVersion": 12}}
+    assert same_group(ConsumerGroup.from_dict(group.to_dict()), group)
+
+
+def test_a_consumer_that_left_round_trips_as_unregistered():
+    group = sample_group()
+    group.remove_consumer("B")
+    data = group.to_dict()
+    assert data["consumers"][1]["unregistered"] is True and data["heartbeats"] == ["A", "B", "A"]
+    back = ConsumerGroup.from_dict(data)
+    assert same_group(back, group) and back.departed == ["B"] and back.consumer_ids() == ["A"]

@@ -61,6 +61,10 @@ def _check(store, message_filter, cq_match, cl_match, offsets, max_nums):
             assert all(m["body"] is not None for m in got.messages)
 
 
+TAG_SUBSCRIPTION = "TagA || BB"
+SQL_SUBSCRIPTION = "n > 500 AND n < 620"
+
+
 @pytest.fixture(params=["one job", "no footer statistics", "no body budget"])
 def read_path(request, monkeypatch):
     """get_message's three ways to read (rocketfilter.pull.scan): they must answer alike."""
@@ -73,15 +77,42 @@ def read_path(request, monkeypatch):
     return request.param
 
 
-def test_tag_pulls_agree_with_the_model(store, read_path):
-    sub = build_subscription(TOPIC, "TagA || BB")
+@pytest.fixture(scope="module")
+def backfilled(store):
+    """The two subscriptions registered for exact subscription bits, history backfilled."""
+    store.register_subscription_bits("gtag", TOPIC, TAG_SUBSCRIPTION, "TAG", 1)
+    store.register_subscription_bits("gsql", TOPIC, SQL_SUBSCRIPTION, "SQL92", 1)
+    store.backfill()
+    return store
+
+
+@pytest.fixture(params=["no bits", "bits"])
+def bits_way(request, monkeypatch):
+    """Pulls with and without the exact subscription bits: they must answer alike, and with
+    bits on, the bits must really be what decides."""
+    from rocketfilter.pull import bits
+
+    if request.param == "no bits":
+        monkeypatch.setattr(bits, "usable", lambda *a: None)
+        yield request.param
+        return
+    request.getfixturevalue("backfilled")
+    used = []
+    real = bits.usable
+    monkeypatch.setattr(bits, "usable", lambda *a: used.append(real(*a)) or used[-1])
+    yield request.param
+    assert used and all(slot is not None for slot in used), used
+
+
+def test_tag_pulls_agree_with_the_model(store, read_path, bits_way):
+    sub = build_subscription(TOPIC, TAG_SUBSCRIPTION)
     codes = lambda r: is_matched_by_consume_queue(sub, tags_code(r["tags"]))  # noqa: E731
     _check(store, ExpressionMessageFilter(sub), codes, lambda r: True,
            offsets=[0, 1, 240, 249, 250, 700, 999, 1000, 1005], max_nums=[1, 32, 64])
 
 
-def test_sql92_pulls_agree_with_the_model(store, read_path):
-    expression = "n > 500 AND n < 620"
+def test_sql92_pulls_agree_with_the_model(store, read_path, bits_way):
+    expression = SQL_SUBSCRIPTION
     sub = build_subscription(TOPIC, expression, "SQL92")
     data = store.filter_manager.build(TOPIC, "g", expression, "SQL92", 1)
     selector = parse(expression)
@@ -135,11 +166,15 @@ def test_expired_messages(spark, tmp_path):
     assert (too_small.status, too_small.next_begin_offset) == (GetMessageStatus.OFFSET_TOO_SMALL, 20)
 
 
-def test_pull_sequence_matches_successive_get_message_calls(store):
+@pytest.mark.parametrize("expression_type", ["TAG", "SQL92"])
+def test_pull_sequence_matches_successive_get_message_calls(store, bits_way, expression_type):
     from rocketfilter.pull.sequence import pull_sequence
 
-    sub = build_subscription(TOPIC, "TagA || BB")
-    message_filter = ExpressionMessageFilter(sub)
+    if expression_type == "TAG":
+        message_filter = ExpressionMessageFilter(build_subscription(TOPIC, TAG_SUBSCRIPTION))
+    else:
+        data = store.filter_manager.build(TOPIC, "g", SQL_SUBSCRIPTION, "SQL92", 1)
+        message_filter = ExpressionMessageFilter(build_subscription(TOPIC, SQL_SUBSCRIPTION, "SQL92"), data)
     rows = pull_sequence(store, TOPIC, message_filter, max_msg_nums=16,
                          start_offsets={0: 200}, end_offsets={0: 600}).collect()
     by_pull: dict = {}
@@ -153,8 +188,7 @@ def test_pull_sequence_matches_successive_get_message_calls(store):
             break
         offset = got.next_begin_offset
     delivered = [(i, q) for i, got in enumerate(pulls) for q in got.message_queue_offsets]
-    seq = sorted((r["pull_number"], r["queue_offset"]) for r in rows)
-    first = min(p for p, _ in seq)
-    assert [(p - first, q) for p, q in seq] == delivered
+    assert delivered  # pull numbers count every pull, those that found nothing too
+    assert sorted((r["pull_number"], r["queue_offset"]) for r in rows) == delivered
     for number, entries in by_pull.items():
-        assert {e["next_begin_offset"] for e in entries} == {pulls[number - first].next_begin_offset}
+        assert {e["next_begin_offset"] for e in entries} == {pulls[number].next_begin_offset}

@@ -11,8 +11,9 @@ from tests.store.test_records import expected_fields
 
 @pytest.fixture(scope="module")
 def store(spark, sample, tmp_path_factory):
+    # Also promotes each topic's two most frequent user properties (test_import_promotes...).
     target = MessageStore.open(str(tmp_path_factory.mktemp("imported") / "store"), spark,
-                               MessageStoreConfig(consume_queue_rows_per_file=1000))
+                               MessageStoreConfig(consume_queue_rows_per_file=1000, promote_top_properties=2))
     report = target.import_store(str(sample))
     assert (report.messages, report.cq_units, report.damaged_count) == (2997, 2997, 0)
     return target
@@ -57,3 +58,21 @@ def _units_per_queue(manifest) -> dict:
         key = (e["topic"], e["queueId"])
         counts[key] = counts.get(key, 0) + 1
     return counts
+
+
+def test_import_promotes_each_topics_most_frequent_user_properties(store):
+    from collections import Counter
+
+    from rocketfilter.store.promoted import SYSTEM_PROPERTIES
+
+    rows = store.commitlog.read(store.spark).collect()
+    counts: dict = {}
+    for r in rows:
+        counts.setdefault(r["topic"], Counter()).update(k for k in (r["properties"] or {})
+                                                        if k not in SYSTEM_PROPERTIES)
+    want = {k for c in counts.values() for k, _ in sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[:2]}
+    promoted = store.promoted_properties()
+    assert set(promoted) == want and want
+    for r in rows:
+        for name, column in promoted.items():
+            assert r[column]["value"] == (r["properties"] or {}).get(name)

@@ -1,0 +1,182 @@
+"""``replay_group``: the messages each consumer of a group would consume from a topic, in one Spark
+job over all queues.
+
+The plan (:mod:`.group_plan`) decides on the driver who takes which queue and which broker filter
+each consumer's pulls go through; usually all consumers share one (the group's subscription
+table). Then, as Columns over the ConsumeQueue joined with the CommitLog:
+
+1. each filter's flags (tag code or bitmap, then the compiled SQL92 selector), once per entry;
+2. each entry repeated once per filter that some consumer pulls its queue with (an ``explode``
+   of literal queue lists, no join), then the broker's pull loop per (filter, queue)
+   (``pull_sequence``'s grouped Arrow function) from each queue's start offset;
+3. each delivered entry repeated once per consumer pulling that queue with that filter, and the
+   client's exact tag re-check (``PullAPIWrapper.processPullResult``) with the consumer's own
+   subscription.
+
+Consumers sharing a filter share the pulls, so BROADCASTING costs one pull loop per queue, not
+one per consumer. No Python UDF evaluates a filter: the loop is vectorised numpy per queue.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Dict, List, Mapping, Optional, Union
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from rocketfilter.checks import check_max_msg_nums
+from rocketfilter.consumer.group import ConsumerGroup
+from rocketfilter.pull.batch import pull_sequence
+from rocketfilter.pull.get_message import pull_limits
+from rocketfilter.pull.group_plan import GroupPlan, OffsetSpec, plan_group_pulls, resolve_group
+from rocketfilter.pull.scan import is_sql_filter
+from rocketfilter.store import schema as S
+from rocketfilter.tags import tag_exact_predicate
+
+REPLAY_COLUMNS = ("client_id", "topic", "queue_id", "queue_offset", "msg_id", "pull_number", "next_begin_offset",
+                  "tags", "keys", "commitlog_offset", "store_timestamp", "pull_status")
+REPLAY_SCHEMA = ("client_id string, topic string, queue_id int, queue_offset long, msg_id string, pull_number int, "
+                 "next_begin_offset long, tags string, keys string, commitlog_offset long, store_timestamp long, "
+                 "pull_status string")
+# The message columns the pull loop carries along for the delivered entries.
+_CARRY = ("msg_id", "tags", "keys", "store_timestamp")
+
+
+def flagged_entries(store, plan: GroupPlan, queue_ids: List[int],
+                    extra_cl: Optional[Mapping[str, Column]] = None) -> DataFrame:
+    """The ConsumeQueue entries of ``queue_ids`` from the lowest start offset on, left-joined with
+    their CommitLog rows (``msg_id``, ``tags``, ``keys``; null when expired), with each filter's
+    flags ``cq_<i>`` and ``cl_<i>`` and ``cl_present``. ``extra_cl`` adds Columns computed on the
+    CommitLog rows (null for expired entries)."""
+    topic = plan.topic
+    lowest = min(plan.starts[q] for q in queue_ids)
+    cl_state = store.commitlog_state()
+    cq = (store.consumequeue.read(store.spark, where=[("topic", "=", topic)])
+          .where((F.col("queue_offset") >= F.lit(lowest)) & F.col("queue_id").isin(queue_ids)))
+    cq = cq.select("topic", "queue_id", "queue_offset", "commitlog_offset", "size", "tags_code", "store_timestamp",
+                   (F.col("commitlog_offset") >= F.lit(cl_state.min_commitlog_offset)).alias("cl_present"),
+                   *[f.consume_queue_column().alias(f"cq_{i}") for i, f in enumerate(plan.filters)])
+    sql = {i: f for i, f in enumerate(plan.filters) if is_sql_filter(f)}
+    cl = (store.commitlog.read(store.spark, where=[("topic", "=", topic)])
+          .select("commitlog_offset", "msg_id", "tags", "keys",
+                  *[f.commit_log_column().alias(f"cl_{i}") for i, f in sql.items()],
+                  *[c.alias(name) for name, c in (extra_cl or {}).items()]))
+    joined = cq.join(cl, "commitlog_offset", "left")
+    flags = {f"cl_{i}": F.coalesce(F.col(f"cl_{i}"), F.lit(False)) if i in sql else F.lit(True)
+             for i in range(len(plan.filters))}
+    return joined.withColumns(flags) if flags else joined
+
+
+def filter_deliveries(store, plan: GroupPlan, entries: DataFrame, max_msg_nums: int,
+                      output: str = "entries") -> Optional[DataFrame]:
+    """The broker's pulls per (filter, queue) that some consumer makes: one row per delivered
+    entry (``filter_index``, the entry, its pull, the carried message columns), or per pull with
+    ``output="pulls"``. None when nobody pulls."""
+    units = [F.when(F.col("queue_id").isin(plan.pulled_queues(i)),
+                    F.struct(F.lit(i).alias("filter_index"), F.col(f"cq_{i}").alias("cq_match"),
+                             F.col(f"cl_{i}").alias("cl_match")))
+             for i in range(len(plan.filters)) if plan.pulled_queues(i)]
+    if not units:
+        return None
+    base = ("topic", "queue_id", "queue_offset", "commitlog_offset", "size", "cl_present") + _CARRY
+    per_filter = (entries.select(*base, F.explode(F.array(*units)).alias("u"))
+                  .where(F.col("u").isNotNull()).select(*base, "u.*"))
+    key = lambda q: (plan.topic, q)  # noqa: E731
+    cl = store.commitlog_state()
+    return pull_sequence(per_filter, max_msg_nums=max_msg_nums, max_offset_py=cl.next_commitlog_offset,
+                         limits=pull_limits(store.config),
+                         start_offsets={key(q): s for q, s in plan.starts.items()},
+                         end_offsets={key(q): e for q, e in plan.ends.items()},
+                         min_offsets={key(q): lo for q, (lo, hi) in plan.bounds.items()},
+                         max_offsets={key(q): hi for q, (lo, hi) in plan.bounds.items()},
+                         output=output, by=("filter_index",), carry=_CARRY if output == "entries" else ())
+
+
+def consumer_deliveries(plan: GroupPlan, deliveries: DataFrame) -> DataFrame:
+    """Each delivered entry once per consumer pulling its queue with its filter, with ``kept``:
+    the client's exact re-check with the consumer's own subscription."""
+    units = [F.when((F.col("filter_index") == F.lit(c.filter_index)) & F.col("queue_id").isin(c.queue_ids),
+                    F.struct(F.lit(c.client_id).alias("client_id"),
+                             tag_exact_predicate(c.client, F.col("tags")).alias("kept")))
+             for c in plan.consumers.values() if c.pulls]
+    return (deliveries.select("*", F.explode(F.array(*units)).alias("c")).where(F.col("c").isNotNull())
+            .select("c.client_id", "c.kept", *deliveries.columns))
+
+
+def pulling_queues(plan: GroupPlan) -> List[int]:
+    """The queues with entries that some consumer pulls."""
+    return sorted({q for c in plan.consumers.values() if c.pulls for q in c.queue_ids} & set(plan.starts))
+
+
+def group_deliveries(store, plan: GroupPlan, max_msg_nums: int = 32) -> Optional[DataFrame]:
+    """Every (consumer, entry) the broker delivers under ``plan``, with ``kept``; None when
+    nobody pulls a queue with messages."""
+    queues = pulling_queues(plan)
+    if not queues:
+        return None
+    deliveries = filter_deliveries(store, plan, flagged_entries(store, plan, queues), max_msg_nums)
+    return consumer_deliveries(plan, deliveries)
+
+
+def warn_refusals(plan: GroupPlan) -> None:
+    for c in plan.consumers.values():
+        if c.refusal is not None and c.queues:
+            warnings.warn(f"group {plan.group.group!r}: the broker refuses {c.client_id!r}'s pulls of "
+                          f"{plan.topic!r} ({c.refusal}: {c.remark}); its queues {c.queue_ids} deliver nothing",
+                          stacklevel=3)
+
+
+def final_offsets(store, plan: GroupPlan, max_msg_nums: int = 32) -> Dict[int, int]:
+    """queue id -> where its consumer resumes after the replay (the last pull's
+    ``next_begin_offset``), for the queues with messages that some consumer pulls (one job)."""
+    queues = pulling_queues(plan)
+    if not queues:
+        return {}
+    pulls = filter_deliveries(store, plan, flagged_entries(store, plan, queues), max_msg_nums, output="pulls")
+    last = pulls.groupBy("filter_index", "queue_id").agg(
+        F.max_by("next_begin_offset", "pull_number").alias("next_begin_offset")).collect()
+    by_unit = {(r["filter_index"], r["queue_id"]): r["next_begin_offset"] for r in last}
+    offsets: Dict[int, int] = {}
+    for c in plan.consumers.values():
+        for q in c.queue_ids if c.pulls else ():
+            if (c.filter_index, q) in by_unit:   # several consumers of one queue (CONFIG): the furthest
+                offsets[q] = max(offsets.get(q, 0), by_unit[(c.filter_index, q)])
+    return offsets
+
+
+def replay_group(store, group: Union[ConsumerGroup, str], topic: str, *, start: OffsetSpec = None,
+                 end: OffsetSpec = None, max_msg_nums: int = 32, commit: bool = False) -> DataFrame:
+    """The messages each consumer of ``group`` consumes from ``topic``, one row per (consumer,
+    message): columns :data:`REPLAY_COLUMNS`.
+
+    ``group`` is a ``ConsumerGroup`` or the name of a group stored in ``store``
+    (``store.save_group``, or its consumers' heartbeats through a ``Broker``). Each consumer
+    pulls the queues the group's strategy gives it (CLUSTERING; BROADCASTING: every queue) from
+    ``start`` to ``end`` (``{queue_id: offset}``; default each queue's min and max offset),
+    ``max_msg_nums`` per pull, through the broker's filter with the group's subscription (its
+    own with ``post_subscription_when_pull``), and keeps what its own subscription's exact tag
+    check keeps. ``pull_number`` counts the consumer's pulls of that queue from 0. A consumer the
+    broker refuses (e.g. SUBSCRIPTION_NOT_EXIST when its topic flapped out of the group's table)
+    consumes nothing, with a warning; ``diagnose_group`` explains what is lost.
+
+    ``commit=True`` also stores, for each pulled queue, where its consumer resumes (the last
+    pull's ``next_begin_offset``) as the group's consumer offset (one Spark job more, run now).
+    BROADCASTING consumers keep offsets locally in RocketMQ, so it is refused there.
+
+    >>> replay_group(store, "GID_orders", "OrderEvents").groupBy("client_id").count().show()  # doctest: +SKIP
+    """
+    check_max_msg_nums(max_msg_nums)
+    group = resolve_group(store, group)
+    if commit and group.message_model == "BROADCASTING":
+        raise ValueError(f"group {group.group!r} is BROADCASTING: its consumers keep their offsets locally "
+                         "(LocalFileOffsetStore), not in the broker's consumer offsets; replay without commit")
+    plan = plan_group_pulls(store, group, topic, start, end)
+    warn_refusals(plan)
+    store.check_files(S.COMMITLOG, S.CONSUMEQUEUE)   # a lazy result: catch lost files now
+    rows = group_deliveries(store, plan, max_msg_nums)
+    if commit:
+        offsets = final_offsets(store, plan, max_msg_nums)
+        store.commit_consumer_offsets([(group.group, topic, q, o) for q, o in sorted(offsets.items())])
+    if rows is None:
+        return store.spark.createDataFrame([], REPLAY_SCHEMA)
+    return rows.where(F.col("kept")).select(*REPLAY_COLUMNS)
