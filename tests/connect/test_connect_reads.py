@@ -1,0 +1,88 @@
+"""read_messages, replay_group, the jobs, promotion, subscription bits and import on a Spark
+Connect session answer exactly as on the classic one (the store of tests/connect/conftest.py)."""
+from __future__ import annotations
+
+import json
+from argparse import Namespace
+from types import SimpleNamespace
+
+import pytest
+
+from rocketfilter.consumer import ConsumerGroup
+from rocketfilter.jobs.groups import groups_command
+from rocketfilter.jobs.maintenance import backfill_command, promote_command
+from rocketfilter.pull.group_replay import replay_group
+from rocketfilter.pull.read_messages import read_messages
+from tests.connect.broker_files import TOPIC as IMPORTED, write_broker_store
+from tests.connect.conftest import TOPIC, both, copy_store, open_store, rows
+from tests.connect.modes import classic_mode, connect_mode
+from tests.test_replay_job import job
+
+pytestmark = pytest.mark.connect
+
+READS = [("TagA || BB", "TAG"), ("a > 1 AND n < 100", "SQL92")]
+
+
+def test_read_messages_answers_as_on_the_classic_session(stores, connect_spark):
+    for subscription, kind in READS:
+        connect, classic = both(stores, lambda s: rows(read_messages(s, TOPIC, subscription, kind, start={1: 2})))
+        assert connect == classic and connect, subscription
+
+
+def test_replay_group_and_the_groups_job_answer_as_on_the_classic_session(stores, connect_spark, tmp_path,
+                                                                           capsys):
+    document = {"group": "GID_c", "consumers": [
+        {"clientId": "A", "subscriptions": {TOPIC: "TagA || TagC"}},
+        {"clientId": "B", "subscriptions": {TOPIC: {"expression": "a > 1", "type": "SQL92"}}}]}
+    (tmp_path / "g.json").write_text(json.dumps(document))
+    group = ConsumerGroup.from_file(str(tmp_path / "g.json"))
+    connect, classic = both(stores, lambda s: rows(replay_group(s, group, TOPIC, max_msg_nums=4)))
+    assert connect == classic and connect
+    # The job on Connect only: its total is what replay_group consumed.
+    args = Namespace(groups_command="replay", store=stores.path, group_file=str(tmp_path / "g.json"), group=None,
+                     topic=TOPIC, max_msg_nums=4, output=None, commit=False)
+    assert groups_command(args, connect_spark) == 0
+    assert f"GID_c on {TOPIC}: {len(classic)} message(s) consumed by" in capsys.readouterr().out
+
+
+def test_the_replay_job_answers_as_on_the_classic_session(stores, connect_spark):
+    def replay(store):
+        sub = job.subscription(SimpleNamespace(group="G", topic=TOPIC, sql="a > 1", tags=None))
+        assert job.message_filter(store, sub, "G").uses_bitmap  # the group's registered bitmaps
+        delivered, pulls = job.replay(store, sub, "G", 4)  # pull_sequence's entries and pulls
+        counts = {r["queue_id"]: r["count"] for r in delivered.groupBy("queue_id").count().collect()}
+        return rows(delivered), rows(pulls), job.summary_lines(store, sub, counts, pulls)
+    connect, classic = both(stores, replay)
+    assert connect == classic and connect[0]
+
+
+def test_promote_and_backfill_jobs_on_connect(stores, connect_spark, tmp_path):
+    """The promote and backfill jobs run on Connect; reads through the promoted column and the
+    subscription bits then answer as the properties map does, on both sessions."""
+    subscription, kind = READS[1]  # SQL92 over a and n
+    with classic_mode():
+        plain = rows(read_messages(stores.classic, TOPIC, subscription, kind, promoted=False, bits=False))
+    pair = copy_store(stores, tmp_path)
+    with connect_mode(True):
+        pair.connect.register_subscription_bits("GID_bits", TOPIC, subscription, kind)
+        assert backfill_command(Namespace(store=pair.path, topic=[TOPIC]), connect_spark) == 0
+        assert promote_command(Namespace(store=pair.path, properties="n"), connect_spark) == 0
+    for options in ({}, {"bits": False}):  # through the bits; through promoted n and the map's a
+        connect, classic = both(pair, lambda s: rows(read_messages(open_store(pair.path, s.spark), TOPIC,
+                                                                   subscription, kind, **options)))
+        assert connect == classic == plain, options
+
+
+def test_import_on_connect(connect_spark, tmp_path):
+    """A small real-format broker store imports on Connect: every message and unit comes back."""
+    source = write_broker_store(tmp_path / "broker", messages=12)
+    store = open_store(str(tmp_path / "imported"), connect_spark)
+    report = store.import_store(str(source))
+    assert (report.messages, report.cq_units, report.damaged_count) == (12, 12, 0)
+    got = sorted((r["queue_id"], r["queue_offset"], r["tags"], r["body"], r["properties"]["a"])
+                 for r in store.commitlog.read(connect_spark).collect())
+    assert got == [(i % 2, i // 2, ("TagA", "TagB", "TagC")[i % 3], b"imported %d" % i, str(i % 4))
+                   for i in sorted(range(12), key=lambda i: (i % 2, i // 2))]
+    units = store.consumequeue.read(connect_spark).select("queue_id", "queue_offset").collect()
+    assert sorted(tuple(u) for u in units) == sorted((i % 2, i // 2) for i in range(12))
+    assert read_messages(store, IMPORTED, "TagB").count() == 4
