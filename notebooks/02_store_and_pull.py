@@ -160,7 +160,7 @@ explain(sql_consumer, TOPIC, "order-11")  # us: passes the tag stage, fails SQL9
 # MAGIC ## Replay a topic for a group with `pull_sequence`
 # MAGIC Every pull the group would make, from each queue's min offset to its max, in one Spark
 # MAGIC job. `output="entries"` gives one row per delivered message, `output="pulls"` one per pull.
-# MAGIC (`spark_jobs/replay.py` is the same as a spark-submit job.)
+# MAGIC (`rocketfilter replay` is the same as a command, and `spark_jobs/replay.py` as a spark-submit job.)
 
 # COMMAND ----------
 

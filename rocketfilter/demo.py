@@ -1,10 +1,9 @@
-"""The demo behind ``rocketfilter demo`` and ``spark_jobs/demo.py``: ten messages, one tag
-subscription and one SQL92 selector, and what each delivers."""
+"""The demo behind ``rocketfilter demo`` and ``spark_jobs/demo.py`` (:mod:`rocketfilter.jobs.demo`):
+ten messages, one tag subscription and one SQL92 selector, and what each delivers."""
 from __future__ import annotations
 
-import argparse
 import sys
-from typing import List, Optional, Sequence, TextIO
+from typing import Dict, List, Optional, TextIO
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -12,10 +11,27 @@ from pyspark.sql import functions as F
 from rocketfilter.functions import sql92, tag_exact_filter, tag_filter
 from rocketfilter.message import normalize_properties_column
 from rocketfilter.tags import tags_code
+from rocketfilter.text_table import format_table
 
 DEFAULT_TAGS = "TAG_A || TAG_C"
 DEFAULT_SELECTOR = "(age BETWEEN 6 AND 9) AND (name IS NOT NULL) AND (isGender = TRUE)"
 _TAG_NAMES = ("TAG_A", "TAG_B", "TAG_C")
+
+
+def _seed_properties(i: int) -> Dict[str, str]:
+    properties = {"age": str(i), "isGender": "true" if i % 2 == 0 else "false"}
+    if i != 8:  # one message without a name, so IS NOT NULL has something to reject
+        properties["name"] = f"user-{i}"
+    return properties
+
+
+def seed_properties() -> Dict[str, List[str]]:
+    """The seed messages' property names and values, for ``Selector.lint(known_properties=...)``."""
+    known: Dict[str, List[str]] = {}
+    for i in range(10):
+        for name, value in _seed_properties(i).items():
+            known.setdefault(name, []).append(value)
+    return known
 
 
 def seed_messages(spark: SparkSession) -> DataFrame:
@@ -23,22 +39,10 @@ def seed_messages(spark: SparkSession) -> DataFrame:
     rows = []
     for i in range(10):
         tags = _TAG_NAMES[i % 3]
-        properties = {"age": str(i), "isGender": "true" if i % 2 == 0 else "false"}
-        if i != 8:  # one message without a name, so IS NOT NULL has something to reject
-            properties["name"] = f"user-{i}"
-        rows.append((f"msg-{i}", tags, tags_code(tags), properties))
+        rows.append((f"msg-{i}", tags, tags_code(tags), _seed_properties(i)))
     return spark.createDataFrame(
         rows, "msg_id string, tags string, tags_code bigint, properties map<string,string>"
     )
-
-
-def format_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """A plain fixed-width text table."""
-    cells = [[str(h) for h in header]] + [["" if v is None else str(v) for v in row] for row in rows]
-    widths = [max(len(row[c]) for row in cells) for c in range(len(header))]
-    lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
 
 
 def _yes(flag: bool) -> str:
@@ -82,30 +86,3 @@ def run_demo(
     print(f"SQL92 selector {selector!r}", file=out)
     print(format_table(["msg_id", "age", "name", "isGender", "delivered"], sql_rows), file=out)
     print(f"delivered: {sum(1 for r in rows if r.sql92)} of {len(rows)}", file=out)
-
-
-def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tags", default=DEFAULT_TAGS, metavar="EXPR",
-                        help=f"tag subscription expression (default: {DEFAULT_TAGS!r})")
-    parser.add_argument("--selector", default=DEFAULT_SELECTOR, metavar="SQL92",
-                        help="SQL92 selector (default: the age/name/isGender example)")
-    parser.add_argument("--master", default=None,
-                        help="Spark master URL (default: spark-submit's, else local[*])")
-
-
-def demo_command(args: argparse.Namespace, spark: Optional[SparkSession] = None) -> int:
-    """Run the demo for parsed ``args``; returns the exit code."""
-    from rocketfilter.selector import parse
-    from rocketfilter.session import get_spark
-    from rocketfilter.tags import build_subscription
-
-    # Reject bad expressions before paying for a Spark start.
-    build_subscription("", args.tags)
-    parse(args.selector)
-    if spark is None:
-        builder = SparkSession.builder.appName("rocketfilter-demo")
-        if args.master:
-            builder = builder.master(args.master)
-        spark = get_spark(builder, verbose=getattr(args, "verbose", False))
-    run_demo(spark, tag_expression=args.tags, selector=args.selector)
-    return 0

@@ -26,8 +26,8 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from contextlib import contextmanager
-from typing import Callable, Dict, Iterable, Iterator, Optional, TextIO, Tuple
+from contextlib import contextmanager, nullcontext
+from typing import Callable, ContextManager, Dict, Iterable, Iterator, Optional, TextIO, Tuple, Union
 
 from rocketfilter.progress import DEFAULT_DELAY, Progress
 from rocketfilter.spark_mode import is_connect
@@ -174,3 +174,25 @@ def _stop(watcher) -> None:
         watcher.stop()
     except Exception:  # noqa: BLE001
         pass
+
+
+# What a ``progress=`` argument of a long operation (put, import, dispatch) may be.
+ProgressOption = Union[bool, None, Callable[..., ContextManager]]
+
+
+def progress_block(spark, progress: ProgressOption, label: str, **kwargs) -> ContextManager:
+    """The display a ``progress=`` argument asks for around one block of Spark work: ``True``
+    shows :func:`spark_progress` on stderr, a callable is called as
+    ``progress(label, unit=..., total=..., tasks=...)`` (a ``functools.partial`` of
+    :func:`spark_progress` with a stream, say), ``False``/``None`` shows nothing.
+
+    >>> with progress_block(spark, False, "put", unit="messages", total=10):   # doctest: +SKIP
+    ...     df.write.parquet(out)
+    """
+    if progress is None or progress is False:
+        return nullcontext()
+    if progress is True:
+        return spark_progress(spark, label, **kwargs)
+    if not callable(progress):
+        raise TypeError(f"progress must be True, False or a callable, got {type(progress).__name__}")
+    return progress(label, **kwargs)

@@ -14,6 +14,12 @@ from pathlib import Path
 from typing import Callable, Dict, Tuple
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# No test may depend on wall-clock speed: hypothesis's per-example deadline (200 ms) and its
+# too-slow health check fail on a loaded machine. Tests set their own example counts.
+settings.register_profile("rocketfilter", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("rocketfilter")
 
 CONFORMANCE_DIR = Path(__file__).resolve().parent / "conformance"
 
@@ -170,3 +176,30 @@ def connect_spark(_connect_session, monkeypatch):
     (``SPARK_CONNECT_MODE_ENABLED`` is restored afterwards, whatever the test did)."""
     monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
     return _connect_session
+
+
+# --- a small store for the commands' tests ----------------------------------------------------
+
+ORDERS = "Orders"
+
+
+def orders_messages() -> list:
+    """12 messages over 3 queues (message i: queue i % 3, offset i // 3). ``amount`` cycles
+    19.99/150/250.5/80, ``region`` eu/us; message 10 (queue 1 offset 3) has no keys."""
+    return [{"topic": ORDERS, "tags": ["TagA", "TagB"][i % 2], "keys": None if i == 10 else f"order-{i}",
+             "properties": {"amount": ["19.99", "150", "250.5", "80"][i % 4], "region": ["eu", "us"][i % 2]},
+             "body": f"order {i}"} for i in range(12)]
+
+
+@pytest.fixture(scope="session")
+def orders_store(spark, tmp_path_factory) -> str:
+    """The URI of a store holding :func:`orders_messages` in topic ``Orders`` and an empty topic
+    ``Empty``. Tests that commit offsets use groups of their own."""
+    from rocketfilter.store import MessageStore
+
+    uri = str(tmp_path_factory.mktemp("orders") / "store")
+    store = MessageStore.open(uri, spark)
+    store.create_topic(ORDERS, read_queue_nums=3, write_queue_nums=3)
+    store.create_topic("Empty", read_queue_nums=2, write_queue_nums=2)
+    store.put_messages(orders_messages())
+    return uri

@@ -1,20 +1,15 @@
-"""The demo job on the suite's session: what the tag subscription and the selector deliver."""
+"""The demo on the suite's session: what the tag subscription and the selector deliver, and
+``rocketfilter demo`` (rocketfilter/jobs/demo.py) with its arguments and its selector's lint."""
 from __future__ import annotations
 
-import argparse
 import io
 import re
 
-from rocketfilter.demo import (
-    DEFAULT_SELECTOR,
-    DEFAULT_TAGS,
-    add_demo_arguments,
-    demo_command,
-    format_table,
-    run_demo,
-    seed_messages,
-)
+from rocketfilter.demo import DEFAULT_SELECTOR, run_demo, seed_messages, seed_properties
+from rocketfilter.jobs import demo as demo_job
+from rocketfilter.selector import parse
 from rocketfilter.tags import tags_code
+from rocketfilter.text_table import format_table
 
 
 def _delivered_ids(section: str) -> list:
@@ -39,15 +34,21 @@ def test_run_demo_output(spark):
     assert "delivered: 1 of 10" in sql_part
 
 
-def test_demo_command_with_arguments(spark, capsys):
-    parser = argparse.ArgumentParser()
-    add_demo_arguments(parser)
-    args = parser.parse_args(["--tags", "TAG_B", "--selector", "age >= 8"])
-    assert (DEFAULT_TAGS, DEFAULT_SELECTOR) != (args.tags, args.selector)
-    assert demo_command(args, spark=spark) == 0
-    tag_part, sql_part = capsys.readouterr().out.split("SQL92 selector")
+def test_demo_command_with_arguments_and_lint_warnings(spark, capsys):
+    argv = ["--tags", "TAG_B", "--selector", "age >= 8 AND nmae IS NOT NULL OR age = 9"]
+    assert demo_job.main(argv, spark=spark) == 0
+    out, err = capsys.readouterr()
+    tag_part, sql_part = out.split("SQL92 selector")
     assert _delivered_ids(tag_part) == ["msg-1", "msg-4", "msg-7"]
-    assert _delivered_ids(sql_part) == ["msg-8", "msg-9"]
+    assert _delivered_ids(sql_part) == ["msg-9"]
+    # Linted against the sample's own properties: the misspelt name is named, nothing else.
+    assert err.splitlines() == ["rocketfilter demo: warning: selector col 14: `nmae` is not among the known "
+                                "properties, so it reads as absent (NULL) on every message, and `nmae IS NOT NULL` "
+                                "is FALSE; did you mean `name`? [unknown-property]"]
+
+
+def test_the_default_selector_is_clean_on_the_sample():
+    assert parse(DEFAULT_SELECTOR).lint(known_properties=seed_properties()) == []
 
 
 def test_format_table():

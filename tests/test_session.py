@@ -204,7 +204,7 @@ def test_the_demo_job_prints_no_spark_logs_or_python_warnings():
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONNECT_MODE_ENABLED", "PYSPARK_SUBMIT_ARGS")}
     env["PYTHONPATH"] = str(REPO)
     done = subprocess.run([sys.executable, "-W", "default", "spark_jobs/demo.py", "--master", "local[1]"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+                          cwd=REPO, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "delivered: 7 of 10" in done.stdout
     noise = [line for line in done.stderr.splitlines()

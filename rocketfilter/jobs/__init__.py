@@ -1,2 +1,10 @@
-"""The command line's jobs: each module parses its arguments (``add_*_arguments``), checks them
-before any Spark work, and runs (``*_command``); ``rocketfilter.cli`` registers them."""
+"""The jobs behind the ``rocketfilter`` command and the ``spark_jobs/*.py`` scripts: one module per
+command (``demo``, ``import_store``, ``replay``, ``pull``, ``offsets``, ``lint``, ``groups``,
+``maintenance``: promote and backfill), the options
+and steps they share in :mod:`.common`.
+
+Each module exposes ``register(subparsers)`` (the ``rocketfilter <command>`` parser, with
+``handler(args, spark=None) -> int`` set on it) and ``main(argv=None, *, spark=None, prog=...)``,
+which runs the command as a program of its own: what a spark-submit script calls, and what tests
+call in-process with the suite's session.
+"""

@@ -14,31 +14,25 @@ anything else, such as a missing store), warnings one line each on stderr.
 from __future__ import annotations
 
 import argparse
-import sys
 import warnings
-from typing import Optional
 
-from pyspark.sql import SparkSession
+from rocketfilter.jobs import common
 
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+NAME = "groups"
+HELP = "replay or diagnose a consumer group on a store's topic"
 
 
 def _common(parser: argparse.ArgumentParser, topic_required: bool) -> None:
-    parser.add_argument("--store", required=True, help="the rocketfilter store URI")
+    common.add_store_argument(parser)
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--group-file", metavar="FILE", help="a group file (.json, .yaml, .yml)")
     which.add_argument("--group", metavar="NAME", help="a group stored in the store (save_group, or heartbeats)")
     every = "" if topic_required else " (default: every topic the consumers subscribe)"
-    parser.add_argument("--topic", required=topic_required, help="the topic" + every)
-    parser.add_argument("--max-msg-nums", type=_positive_int, default=32, help="messages per pull (default 32)")
+    parser.add_argument("--topic", required=topic_required, type=common.topic_type, help="the topic" + every)
+    parser.add_argument("--max-msg-nums", type=common.positive_int("max-msg-nums"), default=32,
+                        help="messages per pull (default 32)")
+    common.add_spark_arguments(parser)
+    parser.set_defaults(handler=groups_command)
 
 
 def add_groups_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,44 +48,34 @@ def add_groups_arguments(parser: argparse.ArgumentParser) -> None:
                         help="store where each queue's consumer resumes as the group's consumer offset")
 
 
+def register(subparsers) -> None:
+    add_groups_arguments(subparsers.add_parser(NAME, help=HELP, description=common.first_line(__doc__)))
+
+
 def _checked(args: argparse.Namespace):
     """The group file's group (or the name), after checking every argument; no Spark yet."""
     from rocketfilter.consumer import ConsumerGroup
-    from rocketfilter.naming import validate_group, validate_topic
-    from rocketfilter.store.tables import store_exists
+    from rocketfilter.naming import validate_group
 
-    if args.topic is not None:
-        validate_topic(args.topic)
+    common.check_settings(args)
     group = ConsumerGroup.from_file(args.group_file) if args.group_file else validate_group(args.group)
-    if not store_exists(args.store):
-        from rocketfilter.store import StoreNotFoundError
-
-        raise StoreNotFoundError(f"no rocketfilter store at {args.store} (no commitlog Delta table there)")
+    common.peek_store(args)  # StoreNotFoundError before Spark starts
     return group
 
 
-def _open_store(uri: str, spark: SparkSession):
-    """The existing store, with broker and store settings from ``spark.rocketfilter.*``."""
-    from rocketfilter.config import load_broker_conf
-    from rocketfilter.store import MessageStore
-
-    broker_config, store_config = load_broker_conf(spark_conf=spark)
-    return MessageStore.open(uri, spark, store_config, broker_config=broker_config, create=False)
-
-
-def _warn_in_one_line(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"rocketfilter groups: warning: {message}", file=sys.stderr)
-
-
-def groups_command(args: argparse.Namespace, spark: Optional[SparkSession] = None) -> int:
+def groups_command(args: argparse.Namespace, spark=None) -> int:
     """Run ``groups diagnose`` or ``groups replay`` for parsed ``args``; returns the exit code."""
     group = _checked(args)
-    from rocketfilter.session import get_spark
+    if not hasattr(args, "prog"):
+        args.prog = f"rocketfilter groups {args.groups_command}"
+    spark = common.start_spark(args, f"rocketfilter-groups-{args.groups_command}", spark)
+    store = common.open_store(args, spark)
 
-    spark = get_spark(spark, app_name=f"rocketfilter-groups-{args.groups_command}")
-    store = _open_store(args.store, spark)
+    def one_line(message, category, filename, lineno, file=None, line=None) -> None:
+        common.warn(args, str(message))
+
     with warnings.catch_warnings():
-        warnings.showwarning = _warn_in_one_line
+        warnings.showwarning = one_line
         warnings.simplefilter("always", UserWarning)
         if args.groups_command == "diagnose":
             return _diagnose(store, group, args)
@@ -125,3 +109,8 @@ def _replay(store, group, args) -> int:
           "consumer(s)" + (f"; written to {args.output}" if args.output else "")
           + ("; offsets committed" if args.commit else ""))
     return 0
+
+
+def main(argv=None, *, spark=None, prog: str = "rocketfilter groups") -> int:
+    """``groups`` as a program of its own (``main(["diagnose", "--store", ...])``)."""
+    return common.run_standalone(prog, HELP, add_groups_arguments, argv, spark)

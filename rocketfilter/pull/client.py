@@ -13,6 +13,7 @@ from __future__ import annotations
 import enum
 import os
 import socket
+import warnings
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Union
 
@@ -111,6 +112,18 @@ def process_pull_result(response: PullMessageResponse, subscription_data: Subscr
     return result
 
 
+def _warn_findings(selector: str) -> None:
+    """``warnings.warn`` each lint finding of ``selector``, attributed to subscribe's caller."""
+    from rocketfilter.selector import SelectorSyntaxError, parse
+
+    try:
+        findings = parse(selector).lint()
+    except SelectorSyntaxError:
+        return
+    for finding in findings:
+        warnings.warn(finding, stacklevel=3)
+
+
 def default_client_id() -> str:
     """RocketMQ's ``ip@instanceName`` shape, with the pid as instance name."""
     try:
@@ -145,8 +158,15 @@ class PullConsumer:
     # -- subscriptions -----------------------------------------------------------------------
     def subscribe(self, topic: str, expression: Optional[str] = "*", expression_type: str = TAG) -> SubscriptionData:
         """Subscribe (or re-subscribe) to a topic and send a heartbeat. Raises ValueError for an
-        expression the client refuses (``"||"``, an empty SQL92 expression)."""
+        expression the client refuses (``"||"``, an empty SQL92 expression).
+
+        Each lint finding of an SQL92 selector (``Selector.lint``: text RocketMQ ignores, a bare
+        property, ...) is emitted with ``warnings.warn`` as a ``SelectorWarning``; a selector that
+        does not compile is the broker's to refuse, as before.
+        """
         sub = build_subscription(validate_topic(topic), expression, expression_type)
+        if not is_tag_type(sub.expression_type):
+            _warn_findings(sub.sub_string)
         sub.sub_version = self.broker.next_sub_version()
         self.subscriptions[topic] = sub
         self.heartbeat()

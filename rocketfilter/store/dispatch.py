@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from rocketfilter.spark_mode import default_parallelism
+from rocketfilter.spark_progress import ProgressOption, progress_block
 from rocketfilter.store import schema as S
 from rocketfilter.store.delta_write import delete_files, write_dataframe
 from rocketfilter.store.errors import StoreDamagedError
@@ -129,8 +130,10 @@ def _merge_queues(state: ConsumeQueueState, ranges: List) -> ConsumeQueueState:
     return ConsumeQueueState(state.dispatched, queues, state.bits)
 
 
-def dispatch(tables: StoreTables, *, to_commitlog_offset: Optional[int] = None) -> DispatchReport:
-    """Dispatch every CommitLog row not yet in the ConsumeQueue, in one ConsumeQueue commit."""
+def dispatch(tables: StoreTables, *, to_commitlog_offset: Optional[int] = None,
+             progress: ProgressOption = False) -> DispatchReport:
+    """Dispatch every CommitLog row not yet in the ConsumeQueue, in one ConsumeQueue commit.
+    ``progress`` shows the ConsumeQueue write as put_messages does."""
     def attempt() -> DispatchReport:
         cq = tables.table(S.CONSUMEQUEUE)
         version = cq.version()
@@ -154,7 +157,8 @@ def dispatch(tables: StoreTables, *, to_commitlog_offset: Optional[int] = None) 
         new = tables.commitlog.read(tables.spark, where=where, files=files)
         # One read of the new rows: each file written holds one stretch of one queue, so the
         # queues' new ranges come from the files' own statistics.
-        written = write_consumequeue(tables, consumequeue_rows(tables, new, slots))
+        with progress_block(tables.spark, progress, "dispatch"):
+            written = write_consumequeue(tables, consumequeue_rows(tables, new, slots))
         adds = cq._adds(written, True)
         try:
             ranges = _ranges(written)

@@ -94,6 +94,8 @@ class ImportedStore:
         self._listing_damage: List[Damage] = []
         cl = list_commitlog(filesystem, root, self._listing_damage)
         self._commitlog_files = cl
+        self.commitlog_file_count = len(cl)
+        self.commitlog_tasks = 0  # the parse's tasks: runs of whole files (progress maps them)
         self.commitlog_start = cl[0][2] if cl else 0
         queues = list_consumequeue(filesystem, root, self._listing_damage)
         self._cq_file_count = sum(len(f) for f in queues.values())
@@ -122,6 +124,7 @@ class ImportedStore:
         n = min(len(files), max(default_parallelism(self.spark), -(-total // max(self.task_bytes, 1))))
         # Consecutive runs of files, n runs of near-equal count (the files have one size).
         tasks = [files[len(files) * i // n:len(files) * (i + 1) // n] for i in range(n)]
+        self.commitlog_tasks = n
         return _one_per_partition(self.spark, n).mapInArrow(
             _commitlog_rows(tasks, source), PARSED_COMMITLOG_SCHEMA)
 

@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from rocketfilter.message import properties_to_string_column, string_to_properties_column
+from rocketfilter.spark_progress import ProgressOption, progress_block
 from rocketfilter.store import schema as S
 from rocketfilter.store.delta_write import RESULT_DDL, delete_files
 from rocketfilter.store.dispatch import dispatch
@@ -305,7 +306,7 @@ def _wanted(rows) -> Dict[str, set]:
     return wanted
 
 
-def put_messages(tables: StoreTables, messages):
+def put_messages(tables: StoreTables, messages, *, progress: ProgressOption = False):
     """Append ``messages`` to the CommitLog in one Delta commit, then dispatch them.
 
     ``messages`` is a Spark DataFrame or a list of dicts (or objects with those attributes) with
@@ -317,6 +318,10 @@ def put_messages(tables: StoreTables, messages):
 
     Returns what was assigned (topic, queue_id, queue_offset, commitlog_offset, msg_id): a list
     of dicts for a list input, a DataFrame for a DataFrame input.
+
+    ``progress=True`` shows the write (``put: 1200000/5000000 messages ...``) and the dispatch
+    that follows on stderr when they last more than a few seconds; a callable shows it its own
+    way (see :func:`rocketfilter.spark_progress.progress_block`).
     """
     spark = tables.spark
     as_list = not isinstance(messages, DataFrame)
@@ -363,9 +368,11 @@ def put_messages(tables: StoreTables, messages):
             raise
         return state.next_commitlog_offset, new_state.next_commitlog_offset
 
-    start, end = retry_on_conflict(attempt, "put_messages")
+    total = sum(int(r["n"]) for r in counts)
+    with progress_block(spark, progress, "put", unit="messages", total=total):
+        start, end = retry_on_conflict(attempt, "put_messages")
     if tables.config.dispatch_on_put:
-        dispatch(tables)
+        dispatch(tables, progress=progress)
     result = (tables.commitlog.read(spark, where=[("commitlog_offset", ">=", start),
                                                   ("commitlog_offset", "<", end)])
               .select(*_RESULT))

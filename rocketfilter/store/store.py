@@ -127,10 +127,11 @@ class MessageStore(StoreTables):
 
     # --- the write path and its maintenance ------------------------------------------------
 
-    def put_messages(self, messages):
+    def put_messages(self, messages, *, progress=False):
         """Append messages (a Spark DataFrame, or a list of dicts/Message objects); see
-        :func:`rocketfilter.store.put.put_messages`."""
-        return put.put_messages(self, messages)
+        :func:`rocketfilter.store.put.put_messages` (``progress=True``: a progress line on
+        stderr for a put of more than a few seconds)."""
+        return put.put_messages(self, messages, progress=progress)
 
     def dispatch(self):
         """Bring the ConsumeQueue up to the CommitLog; idempotent. See :mod:`.dispatch`."""
@@ -166,9 +167,10 @@ class MessageStore(StoreTables):
         :mod:`.backfill`."""
         return _backfill.backfill(self, topics)
 
-    def import_store(self, path: str, *, skip_damaged: bool = False):
-        """Import a RocketMQ broker's store directory; see :mod:`.import_job`."""
-        return import_job.import_store(self, path, skip_damaged=skip_damaged)
+    def import_store(self, path: str, *, skip_damaged: bool = False, progress=False):
+        """Import a RocketMQ broker's store directory; see :mod:`.import_job` (``progress=True``:
+        files done of total on stderr for an import of more than a few seconds)."""
+        return import_job.import_store(self, path, skip_damaged=skip_damaged, progress=progress)
 
     def get_message(self, group: str, topic: str, queue_id: int, offset: int,
                     max_msg_nums: int = 32, message_filter=None):

@@ -3,20 +3,16 @@ Connect session answer exactly as on the classic one (the store of tests/connect
 from __future__ import annotations
 
 import json
-from argparse import Namespace
-from types import SimpleNamespace
 
 import pytest
 
 from rocketfilter.consumer import ConsumerGroup
-from rocketfilter.jobs.groups import groups_command
-from rocketfilter.jobs.maintenance import backfill_command, promote_command
+from rocketfilter.jobs import groups, import_store, maintenance, replay as replay_job
 from rocketfilter.pull.group_replay import replay_group
 from rocketfilter.pull.read_messages import read_messages
 from tests.connect.broker_files import TOPIC as IMPORTED, write_broker_store
 from tests.connect.conftest import TOPIC, both, copy_store, open_store, rows
 from tests.connect.modes import classic_mode, connect_mode
-from tests.test_replay_job import job
 
 pytestmark = pytest.mark.connect
 
@@ -40,9 +36,8 @@ def test_the_groups_job_on_connect_consumes_what_replay_group_does_on_classic(st
         classic = replay_group(stores.classic, group, TOPIC, max_msg_nums=4).collect()
     assert classic
     # The job on Connect (a replay_group run there): its lines must match the classic replay.
-    args = Namespace(groups_command="replay", store=stores.path, group_file=str(tmp_path / "g.json"), group=None,
-                     topic=TOPIC, max_msg_nums=4, output=None, commit=False)
-    assert groups_command(args, connect_spark) == 0
+    assert groups.main(["replay", "--store", stores.path, "--group-file", str(tmp_path / "g.json"),
+                        "--topic", TOPIC, "--max-msg-nums", "4"], spark=connect_spark) == 0
     lines = capsys.readouterr().out.splitlines()
     per_queue = {}
     for r in classic:
@@ -54,15 +49,15 @@ def test_the_groups_job_on_connect_consumes_what_replay_group_does_on_classic(st
     assert lines[-1] == f"GID_c on {TOPIC}: {len(classic)} message(s) consumed by {consumers} consumer(s)"
 
 
-def test_the_replay_job_answers_as_on_the_classic_session(stores, connect_spark):
+def test_the_replay_job_answers_as_on_the_classic_session(stores, connect_spark, capsys):
+    """``rocketfilter replay`` (pull_sequence's entries and pulls, the listing, the summary)."""
+    argv = ["--store", stores.path, "--topic", TOPIC, "--sql", "a > 1", "--group", "G", "--max-msg-nums", "4"]
+
     def replay(store):
-        sub = job.subscription(SimpleNamespace(group="G", topic=TOPIC, sql="a > 1", tags=None))
-        assert job.message_filter(store, sub, "G").uses_bitmap  # the group's registered bitmaps
-        delivered, pulls = job.replay(store, sub, "G", 4)  # pull_sequence's entries and pulls
-        counts = {r["queue_id"]: r["count"] for r in delivered.groupBy("queue_id").count().collect()}
-        return rows(delivered), rows(pulls), job.summary_lines(store, sub, counts, pulls)
+        assert replay_job.main(argv, spark=store.spark) == 0
+        return capsys.readouterr().out
     connect, classic = both(stores, replay)
-    assert connect == classic and connect[0]
+    assert connect == classic and f"{TOPIC}: delivered " in connect and "msg_id" in connect
 
 
 def test_promote_and_backfill_jobs_on_connect(stores, connect_spark, tmp_path):
@@ -74,20 +69,22 @@ def test_promote_and_backfill_jobs_on_connect(stores, connect_spark, tmp_path):
     pair = copy_store(stores, tmp_path)
     with connect_mode(True):
         pair.connect.register_subscription_bits("GID_bits", TOPIC, subscription, kind)
-        assert backfill_command(Namespace(store=pair.path, topic=[TOPIC]), connect_spark) == 0
-        assert promote_command(Namespace(store=pair.path, properties="n"), connect_spark) == 0
+        assert maintenance.main(["backfill", "--store", pair.path, "--topic", TOPIC], spark=connect_spark) == 0
+        assert maintenance.main(["promote", "--store", pair.path, "--properties", "n"], spark=connect_spark) == 0
     for options in ({}, {"bits": False}):  # through the bits; through promoted n and the map's a
         connect, classic = both(pair, lambda s: rows(read_messages(open_store(pair.path, s.spark), TOPIC,
                                                                    subscription, kind, **options)))
         assert connect == classic == plain, options
 
 
-def test_import_on_connect(connect_spark, tmp_path):
-    """A small real-format broker store imports on Connect: every message and unit comes back."""
+def test_the_import_job_on_connect(connect_spark, tmp_path, capsys):
+    """``rocketfilter import`` of a small real-format broker store on Connect: every message and
+    unit comes back."""
     source = write_broker_store(tmp_path / "broker", messages=12)
-    store = open_store(str(tmp_path / "imported"), connect_spark)
-    report = store.import_store(str(source))
-    assert (report.messages, report.cq_units, report.damaged_count) == (12, 12, 0)
+    target = str(tmp_path / "imported")
+    assert import_store.main(["--store", target, "--source", str(source)], spark=connect_spark) == 0
+    assert capsys.readouterr().out.startswith("imported 12 messages from 1 commit-log files, 12 consume-queue units")
+    store = open_store(target, connect_spark, create=False)
     got = sorted((r["queue_id"], r["queue_offset"], r["tags"], r["body"], r["properties"]["a"])
                  for r in store.commitlog.read(connect_spark).collect())
     assert got == [(i % 2, i // 2, ("TagA", "TagB", "TagC")[i % 3], b"imported %d" % i, str(i % 4))

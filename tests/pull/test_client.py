@@ -168,3 +168,21 @@ def test_consumer_errors_are_clear():
     with pytest.raises(ValueError, match="group"):
         PullConsumer(broker, "no spaces")
     assert "@" in PullConsumer(broker, "G").client_id
+
+
+def test_subscribe_warns_each_lint_finding_of_a_selector():
+    import warnings
+
+    from rocketfilter.selector import SelectorWarning
+
+    store, broker = setup_store()
+    consumer = PullConsumer(broker, "G", client_id="c1")
+    with pytest.warns(SelectorWarning) as caught:
+        consumer.subscribe("T", "region LIKE 'eu%'", "SQL92")
+    assert [w.message.code for w in caught] == ["bare-property", "ignored-trailing-input"]
+    assert caught[0].filename == __file__  # attributed to the caller of subscribe
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing to say: no warning at all
+        consumer.subscribe("T", "region = 'eu'", "SQL92")
+        consumer.subscribe("T", "TagA || TagB")
+        consumer.subscribe("T", "a >", "SQL92")  # does not compile: the broker's to refuse, as before

@@ -2,6 +2,7 @@
 imported, and written back from a store's state."""
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -266,8 +267,12 @@ def test_a_store_round_trips_through_broker_config_files(imported, spark, tmp_pa
             == loads_fastjson(store.read_config("consumerFilter.json")))
 
 
-def test_the_import_job_names_a_malformed_file_and_skips_it_when_told(tmp_path, capsys, spark):
+def test_the_import_job_names_a_malformed_file_and_skips_it_when_told(tmp_path, capsys, spark, monkeypatch):
     import importlib.util
+
+    from rocketfilter.jobs import common
+
+    monkeypatch.setattr(common, "PROGRESS_OPTIONS", {"delay": 0})  # the progress line, however fast
 
     spec = importlib.util.spec_from_file_location(
         "import_store_job", Path(__file__).parents[2] / "spark_jobs" / "import_store.py")
@@ -278,6 +283,7 @@ def test_the_import_job_names_a_malformed_file_and_skips_it_when_told(tmp_path, 
     err = capsys.readouterr().err.strip()
     assert err.startswith("import_store.py: error: ConfigFileError: config/topics.json: ") and "\n" not in err
     assert job.main(["--store", str(tmp_path / "b"), "--source", str(root), "--skip-damaged"]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "topics.json: skipped: config/topics.json: topicConfigTable['T'].perm must be" in out
+    assert re.fullmatch(r"import: 1 files in \d+:\d\d \([\d.,]+ files/s\)\n", err), err
     assert "consumerOffset.json: 6 committed offsets of 2 groups" in out

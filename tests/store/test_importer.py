@@ -124,6 +124,19 @@ def test_import_job_prints_one_line_for_a_missing_source(tmp_path, capsys):
     assert not (tmp_path / "rf").exists()  # the target store was not created
 
 
+def test_import_into_a_store_with_messages_is_refused_before_spark(orders_store, tmp_path, capsys, monkeypatch):
+    from rocketfilter.cli import main
+    from rocketfilter.jobs import common
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("Spark started")
+    monkeypatch.setattr(common, "start_spark", refuse)
+    (tmp_path / "broker" / "commitlog").mkdir(parents=True)
+    assert main(["import", "--store", orders_store, "--source", str(tmp_path / "broker")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("rocketfilter import: error: StoreNotEmptyError: store ") and err.count("\n") == 1
+
+
 def _copy(sample, tmp_path_factory, name):
     root = tmp_path_factory.mktemp(name) / "store"
     shutil.copytree(sample, root, ignore=shutil.ignore_patterns("manifest.jsonl", "README.md"))
