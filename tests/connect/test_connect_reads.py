@@ -50,14 +50,15 @@ def test_the_groups_job_on_connect_consumes_what_replay_group_does_on_classic(st
 
 
 def test_the_replay_job_answers_as_on_the_classic_session(stores, connect_spark, capsys):
-    """``rocketfilter replay`` (pull_sequence's entries and pulls, the listing, the summary)."""
-    argv = ["--store", stores.path, "--topic", TOPIC, "--sql", "a > 1", "--group", "G", "--max-msg-nums", "4"]
+    """``rocketfilter replay --summary`` (pull_sequence's entries and pulls, then the summary)."""
+    argv = ["--store", stores.path, "--topic", TOPIC, "--sql", "a > 1", "--group", "G", "--max-msg-nums", "4",
+            "--summary"]
 
     def replay(store):
         assert replay_job.main(argv, spark=store.spark) == 0
         return capsys.readouterr().out
     connect, classic = both(stores, replay)
-    assert connect == classic and f"{TOPIC}: delivered " in connect and "msg_id" in connect
+    assert connect == classic and f"{TOPIC}: delivered " in connect and "queue 1: delivered" in connect
 
 
 def test_promote_and_backfill_jobs_on_connect(stores, connect_spark, tmp_path):
