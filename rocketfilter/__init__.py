@@ -4,7 +4,9 @@ Importing the package imports nothing heavy (no Spark); the functions below load
 """
 _LAZY = {"read_messages": "rocketfilter.pull.read_messages",
          "replay_group": "rocketfilter.pull.group_replay", "diagnose_group": "rocketfilter.pull.group_diagnosis",
-         "GroupDiagnosis": "rocketfilter.pull.group_diagnosis", "ConsumerGroup": "rocketfilter.consumer.group"}
+         "GroupDiagnosis": "rocketfilter.pull.group_diagnosis", "ConsumerGroup": "rocketfilter.consumer.group",
+         "explain_message": "rocketfilter.pull.explain_message", "MessageTrace": "rocketfilter.pull.message_trace",
+         "Verdict": "rocketfilter.pull.message_trace"}
 __all__ = sorted(_LAZY)
 
 

@@ -58,7 +58,7 @@ def test_version(capsys):
 def test_help_lists_every_command(capsys):
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
-    for name in ("demo", "import", "replay", "pull", "offsets", "lint", "groups", "promote", "backfill"):
+    for name in ("demo", "import", "replay", "pull", "offsets", "lint", "groups", "why", "promote", "backfill"):
         assert f"\n    {name} " in out, out
 
 

@@ -1,5 +1,6 @@
 """notebooks/03_consumer_groups.py runs as plain Python on the suite's session and shows seed 003
-as issue 11 states it."""
+as issue 11 states it; notebooks/04_why_not_delivered.py traces a consumed, a filtered, a dropped
+and an expired message."""
 from __future__ import annotations
 
 import runpy
@@ -18,3 +19,20 @@ def test_consumer_groups_notebook(spark, tmp_path, monkeypatch, capsys):
     assert "Subscriptions: INCONSISTENT" in out and "lost: 6 message(s):" in out
     assert "stored groups: ['GID_seed003']" in out
     assert "consistent: True | consumed: {'A': 4, 'B': 4} | lost: {}" in out
+
+
+WHY = Path(__file__).resolve().parents[1] / "notebooks" / "04_why_not_delivered.py"
+
+
+def test_why_not_delivered_notebook(spark, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("STORE", str(tmp_path / "why"))
+    names = runpy.run_path(str(WHY), init_globals={"spark": spark}, run_name="__notebook__")
+    out = capsys.readouterr().out
+    traces = names["traces"]
+    assert {name: (t.verdict.value, t.client_id) for name, t in traces.items()} == {
+        "consumed": ("CONSUMED", "B"), "filtered": ("FILTERED_BY_TAG_CODE", "A"),
+        "dropped": ("DROPPED_BY_CLIENT_RECHECK", "A"), "expired": ("EXPIRED", None)}
+    for line in ("SUBSCRIBE_TEST queue 2 offset 2 for group GID_seed003, consumer B: CONSUMED",
+                 "committed offset of queue 2 is 3 > 2: consumed", "[STOP] tag_code:", "[STOP] client_recheck:",
+                 "below the CommitLog's min offset 1000: retention removed it"):
+        assert line in out, out

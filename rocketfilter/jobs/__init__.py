@@ -1,6 +1,6 @@
 """The jobs behind the ``rocketfilter`` command and the ``spark_jobs/*.py`` scripts: one module per
 command (``demo``, ``import_store``, ``replay``, ``pull``, ``offsets``, ``lint``, ``groups``,
-``maintenance``: promote and backfill), the options
+``why``, ``maintenance``: promote and backfill), the options
 and steps they share in :mod:`.common`.
 
 Each module exposes ``register(subparsers)`` (the ``rocketfilter <command>`` parser, with

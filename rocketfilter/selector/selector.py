@@ -58,6 +58,18 @@ class Selector:
 
         return matches(self.ast, props)
 
+    def explain(self, props: Mapping[str, object]):
+        """:meth:`evaluate` with the conditions that decided it: an
+        :class:`~rocketfilter.selector.explain.Evaluation` (``result`` is the evaluator's, or
+        ``"error"`` where it throws; ``deciding`` the operators and property values that decided).
+
+        >>> str(parse("a > 4 OR b IS NULL").explain({"a": "2", "b": "x"}))
+        "FALSE: (a > 4) is FALSE with a = '2'; (b IS NULL) is FALSE with b = 'x'"
+        """
+        from .explain import explain_evaluation
+
+        return explain_evaluation(self.ast, props, self.text)
+
     def to_column(self, properties: Union[str, "Column", None] = "properties",
                   schema: Optional["StructType"] = None, *,
                   promoted: Optional[Mapping[str, str]] = None) -> "Column":

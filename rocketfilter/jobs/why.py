@@ -1,0 +1,101 @@
+"""``rocketfilter why``: why a consumer group did, or did not, consume one message.
+
+    rocketfilter why --store /data/rf --group-file g.json --msg-id C0A8010A00002A9F0000000000003BF4
+    rocketfilter why --store /data/rf --group GID_orders --key order-42 [--topic T]
+    rocketfilter why --store /data/rf --group-file g.json --topic T --queue 1 --offset 7 [--client-id C]
+
+Prints :func:`rocketfilter.pull.explain_message.explain_message`'s trace: the verdict on the
+first line, then each step. Arguments, the group file and the store's existence are checked
+before Spark starts; errors are one line (exit 2 for bad input, such as an unknown topic; 1 for
+anything else, such as a missing store); a trace, whatever its verdict, exits 0. ``--conf``,
+``--master``/``--remote`` and ``--verbose`` as for every command.
+"""
+from __future__ import annotations
+
+import argparse
+
+from rocketfilter.jobs import common
+
+NAME = "why"
+HELP = "why a consumer group did or did not consume one message"
+
+
+def add_why_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``why`` command's arguments under ``parser``, its handler :func:`why_command`."""
+    common.add_store_argument(parser)
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--group-file", metavar="FILE", help="a group file (.json, .yaml, .yml)")
+    which.add_argument("--group", metavar="NAME", type=common.group_type,
+                       help="a group stored in the store (save_group, or heartbeats)")
+    parser.add_argument("--msg-id", help="the message's offset msgId (or the client's UNIQ_KEY)")
+    parser.add_argument("--key", help="a key the message carries (KEYS); --topic narrows the search")
+    parser.add_argument("--topic", type=common.topic_type,
+                        help="the message's topic (with --queue and --offset, or with --key)")
+    parser.add_argument("--queue", type=common.queue_id_type, metavar="Q", help="the message's queue id")
+    parser.add_argument("--offset", type=common.offset_type, metavar="O", help="the message's queue offset")
+    parser.add_argument("--client-id", help="trace this consumer (default: the one that came closest)")
+    parser.add_argument("--max-msg-nums", type=common.max_msg_nums_type, default=32,
+                        help="messages per pull (default 32)")
+    common.add_spark_arguments(parser)
+    parser.set_defaults(handler=why_command)
+
+
+def register(subparsers) -> None:
+    """Add ``why`` to the ``rocketfilter`` command (``rocketfilter.cli.COMMANDS``)."""
+    add_why_arguments(subparsers.add_parser(NAME, help=HELP, description=common.first_line(__doc__)))
+
+
+def _lookup(args: argparse.Namespace) -> dict:
+    """The message's lookup as explain_message's keyword arguments; ValueError when the
+    arguments name none or several."""
+    position = args.queue is not None or args.offset is not None
+    given = [name for name, on in (("--msg-id", args.msg_id is not None), ("--key", args.key is not None),
+                                   ("--topic/--queue/--offset", position)) if on]
+    if len(given) != 1:
+        raise ValueError("give exactly one of --msg-id ID, --key K, or --topic T --queue Q --offset O"
+                         + (f" (got {', '.join(given)})" if given else ""))
+    if position and (args.topic is None or args.queue is None or args.offset is None):
+        raise ValueError("a message by position needs --topic, --queue and --offset together")
+    if args.msg_id is not None and args.topic is not None:
+        raise ValueError("--topic goes with --key or with --queue and --offset, not with --msg-id")
+    for name, value in (("--msg-id", args.msg_id), ("--key", args.key), ("--client-id", args.client_id)):
+        if value is not None and not value.strip():
+            raise ValueError(f"{name} is empty")
+    if args.msg_id is not None:
+        return {"msg_id": args.msg_id}
+    if args.key is not None:
+        return {"key": args.key, "topic": args.topic}
+    return {"topic": args.topic, "queue_id": args.queue, "queue_offset": args.offset}
+
+
+def _checked(args: argparse.Namespace):
+    """(group or its name, lookup), every argument checked, the store and the topic found; no
+    Spark yet."""
+    from rocketfilter.consumer import ConsumerGroup
+
+    lookup = _lookup(args)
+    common.check_settings(args)
+    group = ConsumerGroup.from_file(args.group_file) if args.group_file else args.group
+    if args.client_id is not None and isinstance(group, ConsumerGroup) and args.client_id not in group.consumer_ids():
+        raise ValueError(f"--client-id {args.client_id!r} is not a consumer of group {group.group!r} "
+                         f"(consumers: {', '.join(group.consumer_ids()) or 'none'})")
+    tables = common.peek_store(args)  # StoreNotFoundError before Spark starts
+    if args.topic is not None:
+        common.require_topic(tables, args.topic)
+    return group, lookup
+
+
+def why_command(args: argparse.Namespace, spark=None) -> int:
+    """Trace the message for parsed ``args`` and print it; returns the exit code."""
+    group, lookup = _checked(args)
+    from rocketfilter.pull.explain_message import explain_message
+
+    spark = common.start_spark(args, "rocketfilter-why", spark)
+    store = common.open_store(args, spark)
+    print(explain_message(store, group, client_id=args.client_id, max_msg_nums=args.max_msg_nums, **lookup))
+    return 0
+
+
+def main(argv=None, *, spark=None, prog: str = "rocketfilter why") -> int:
+    """``why`` as a program of its own (``main(["--store", ...])``)."""
+    return common.run_standalone(prog, HELP, add_why_arguments, argv, spark)
