@@ -8,12 +8,15 @@ clusters) only sends plans over gRPC. Code on the data paths asks here instead o
 from __future__ import annotations
 
 import weakref
-from typing import Any, Hashable
+from typing import Any, Dict, Hashable, Mapping, Optional, Set
 
+from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
 
 # Sessions whose default parallelism was probed with a query (Connect only).
 _PROBED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+# Per session, the conf keys it refused to change (asked once, then left alone).
+_REFUSED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _PROBE_ROWS = 1 << 16
 
 
@@ -93,3 +96,105 @@ def _conf_int(spark, key: str) -> int:
         return max(0, int(value)) if value is not None else 0
     except ValueError:
         return 0
+
+
+# --- settings and caching a server may refuse -------------------------------------------------
+# A Spark Connect server may allow only some settings and no caching (Databricks serverless
+# refuses most keys with CONFIG_NOT_AVAILABLE, and PERSIST TABLE). These helpers are for what
+# makes work faster, never for what an answer depends on: a refusal just skips the speed-up.
+
+def _refused(spark) -> Set[str]:
+    try:
+        return _REFUSED.setdefault(spark, set())
+    except TypeError:  # not weak-referenceable: remember nothing
+        return set()
+
+
+def set_conf(spark, values: Mapping[str, str]) -> Dict[str, Optional[str]]:
+    """Set ``values`` on ``spark``'s session conf where the session allows it; return each set
+    key's previous value (None: unset) for :func:`restore_conf`.
+
+    A key the session refuses is skipped, and not asked again for that session. On Spark
+    Connect, reading and setting every key take one round trip each instead of one per key.
+
+    >>> previous = set_conf(spark, {"spark.sql.codegen.wholeStage": "false"})   # doctest: +SKIP
+    >>> restore_conf(spark, previous)                                            # doctest: +SKIP
+    """
+    refused = _refused(spark)
+    wanted = {k: str(v) for k, v in values.items() if k not in refused}
+    previous: Optional[Dict[str, Optional[str]]] = None
+    if wanted and is_connect(spark):
+        try:
+            previous = _connect_get(spark, list(wanted))
+            _connect_set(spark, wanted)  # stops at the first refused key: then one at a time
+            return previous
+        except PySparkException:
+            pass
+    applied: Dict[str, Optional[str]] = {}
+    for key, value in wanted.items():
+        try:
+            before = previous[key] if previous is not None else spark.conf.get(key, None)
+            spark.conf.set(key, value)
+        except PySparkException:
+            refused.add(key)
+        else:
+            applied[key] = before
+    return applied
+
+
+def restore_conf(spark, previous: Mapping[str, Optional[str]]) -> None:
+    """Put back what :func:`set_conf` changed: the previous values, unsetting keys that had none."""
+    back = {k: v for k, v in previous.items() if v is not None}
+    gone = [k for k, v in previous.items() if v is None]
+    if is_connect(spark):
+        if back:
+            _connect_set(spark, back)
+        if gone:
+            _connect_unset(spark, gone)
+        return
+    for key in gone:
+        spark.conf.unset(key)
+    for key, value in back.items():
+        spark.conf.set(key, value)
+
+
+def _connect_config(spark, **operation):
+    """One Config round trip to a Spark Connect server (what ``spark.conf`` does per key)."""
+    from pyspark.sql.connect import proto
+
+    return spark.client.config(proto.ConfigRequest.Operation(**operation))
+
+
+def _connect_get(spark, keys) -> Dict[str, Optional[str]]:
+    from pyspark.sql.connect import proto
+
+    pairs = [proto.KeyValue(key=k) for k in keys]  # no value: None when unset
+    result = _connect_config(spark, get_with_default=proto.ConfigRequest.GetWithDefault(pairs=pairs))
+    return dict(result.pairs)
+
+
+def _connect_set(spark, values: Mapping[str, str]) -> None:
+    from pyspark.sql.connect import proto
+
+    pairs = [proto.KeyValue(key=k, value=v) for k, v in values.items()]
+    _connect_config(spark, set=proto.ConfigRequest.Set(pairs=pairs))
+
+
+def _connect_unset(spark, keys) -> None:
+    from pyspark.sql.connect import proto
+
+    _connect_config(spark, unset=proto.ConfigRequest.Unset(keys=list(keys)))
+
+
+def persist_if_allowed(df, storage_level) -> bool:
+    """``df.persist(storage_level)`` when ``df``'s session allows caching; whether it did.
+
+    A classic session always does (lazily). A Spark Connect server answers at once, and may
+    refuse (Databricks serverless: PERSIST TABLE is not supported); the caller then computes
+    ``df`` again where it would have read the cache.
+    """
+    try:
+        df.persist(storage_level)
+    except PySparkException:
+        return False
+    return True

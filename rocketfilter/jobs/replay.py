@@ -182,6 +182,10 @@ def _scanned(store, topic: str) -> int:
 
 
 def run(args: argparse.Namespace, spark=None) -> int:
+    from pyspark import StorageLevel
+
+    from rocketfilter.spark_mode import persist_if_allowed
+
     tables = common.peek_store(args)  # a missing store, bad settings: before Spark
     common.require_topic(tables, args.topic)
     sub = common.subscription(args, args.topic, common.known_properties(tables, args.topic))
@@ -194,7 +198,9 @@ def run(args: argparse.Namespace, spark=None) -> int:
             delivered.write.mode("overwrite").parquet(args.output)
             delivered = spark.read.parquet(args.output)  # count what was written, not a second replay
         elif not args.summary:
-            delivered = delivered.persist()  # counted, then printed: replay once
+            # Counted, then printed: replay once where the session caches (a Connect server
+            # may refuse, as serverless does: then the listing replays again).
+            persist_if_allowed(delivered, StorageLevel.MEMORY_AND_DISK)
         counts = {r["queue_id"]: r["count"] for r in delivered.groupBy("queue_id").count().collect()}
         lines = summary_lines(store, sub, counts, pulls)
     if not args.summary:

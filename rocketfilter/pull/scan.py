@@ -25,6 +25,7 @@ import pyarrow as pa
 from pyspark.sql import functions as F
 
 from rocketfilter.pull.bits import bit, slot_for_filter
+from rocketfilter.spark_mode import restore_conf, set_conf
 from rocketfilter.store import footers, schema as S
 
 BODY_BUDGET_BYTES = 16 << 20
@@ -39,15 +40,15 @@ _MESSAGE_SQL = "struct(" + ", ".join(f"`{n}`" for n in S.COMMITLOG_SCHEMA.fieldN
 
 @contextmanager
 def small_query_conf(spark):
-    """Run the enclosed queries with :data:`SMALL_QUERY_CONF`, restoring the session's values."""
-    saved = {k: spark.conf.get(k, None) for k in SMALL_QUERY_CONF}
-    for k, v in SMALL_QUERY_CONF.items():
-        spark.conf.set(k, v)
+    """Run the enclosed queries with :data:`SMALL_QUERY_CONF`, restoring the session's values.
+
+    Settings the session refuses (a Spark Connect server may allow only some, as Databricks
+    serverless does) are skipped: they make a pull faster, never change its answer."""
+    previous = set_conf(spark, SMALL_QUERY_CONF)
     try:
         yield
     finally:
-        for k, v in saved.items():
-            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
+        restore_conf(spark, previous)
 
 
 def is_sql_filter(message_filter) -> bool:

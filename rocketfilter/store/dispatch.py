@@ -16,6 +16,7 @@ from typing import Dict, List, Optional
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from rocketfilter.spark_mode import default_parallelism
 from rocketfilter.spark_progress import ProgressOption, progress_block
 from rocketfilter.store import schema as S
 from rocketfilter.store.delta_write import delete_files, write_dataframe
@@ -85,7 +86,7 @@ def write_consumequeue(tables: StoreTables, rows: DataFrame, n_rows: Optional[in
     them as ``table._adds(rows, True)``). Rows are hash-partitioned by queue (a range partitioning would first sample the
     input in a job of its own); ``n_rows``, when known, bounds the number of tasks."""
     per_file = tables.config.consume_queue_rows_per_file
-    parts = tables.spark.sparkContext.defaultParallelism
+    parts = default_parallelism(tables.spark)
     if n_rows is not None:
         parts = max(1, min(parts, math.ceil(n_rows / per_file)))
     if S.SUB_BITS in tables.consumequeue.schema.fieldNames() and S.SUB_BITS not in rows.columns:

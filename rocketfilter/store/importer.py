@@ -21,7 +21,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from rocketfilter.spark_mode import default_parallelism
+from rocketfilter.spark_mode import default_parallelism, persist_if_allowed
 
 # The executor-side file parsers live in .import_parse.
 from rocketfilter.store.import_parse import (
@@ -106,9 +106,9 @@ class ImportedStore:
 
         self._parsed = self._parse_commitlog(cl, path)
         self._units = self._parse_consumequeue(queues, path)
-        if persist:
-            self._parsed = self._parsed.persist(StorageLevel.MEMORY_AND_DISK)
-            self._units = self._units.persist(StorageLevel.MEMORY_AND_DISK)
+        # Cached where the session allows it (Databricks serverless does not: then parsed twice).
+        self._cached = [df for df in (self._parsed, self._units)
+                        if persist and persist_if_allowed(df, StorageLevel.MEMORY_AND_DISK)]
         self._joined = self._check_units()
         self._mismatched: Optional[list] = None   # offsets of records a unit of another queue claims
         self.consumequeue: DataFrame = self._joined.filter(F.col("_problem").isNull()).select(
@@ -190,8 +190,8 @@ class ImportedStore:
 
     def unpersist(self) -> None:
         """Drop the cached parse (kept so validation and the writes parse the files once)."""
-        self._parsed.unpersist()
-        self._units.unpersist()
+        for df in self._cached:
+            df.unpersist()
 
     def validate(self) -> ImportReport:
         """Count files, messages and units, check every unit against its record, and collect
