@@ -21,6 +21,7 @@ behind its table (a dropped and re-added topic with an older selector) is not mo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Dict, List, Mapping, Optional, Tuple, Union
 
 from rocketfilter.checks import check_offset
@@ -29,23 +30,38 @@ from rocketfilter.consumer.message_queue import MessageQueue
 from rocketfilter.pull.filter import ExpressionForRetryMessageFilter, ExpressionMessageFilter
 from rocketfilter.tags import SubscriptionData, is_tag_type
 
-OffsetSpec = Optional[Mapping[int, int]]
+# {queue_id: offset}, or a spec as offsets_spec reads it: "earliest", "latest", a time, JSON.
+OffsetSpec = Union[None, Mapping[int, int], str, int, datetime]
+
+
+def _spec(store, topic: str, given, end: bool, name: str):
+    """``given`` as ``{queue_id: offset}``: a dict of queue ids as it is, other spellings resolved
+    by :mod:`rocketfilter.offsets_spec`; anything else is left for the checks below."""
+    from rocketfilter.offsets_spec import OffsetSpec as Parsed
+    from rocketfilter.offsets_spec import resolve_offsets
+
+    if isinstance(given, Mapping) and all(isinstance(k, int) and not isinstance(k, bool) for k in given):
+        return given
+    if isinstance(given, (str, int, datetime, Parsed, Mapping)) and not isinstance(given, bool):
+        return resolve_offsets(store, topic, given, end=end, what=name)
+    return given
 
 
 def queue_offsets(store, topic: str, start: OffsetSpec = None, end: OffsetSpec = None
                   ) -> Tuple[Dict[int, int], Dict[int, int]]:
     """``(starts, ends)``: the offset range ``[start, end)`` of each queue of ``topic`` that has
     entries. ``start``/``end`` map queue ids to offsets; a queue they leave out starts at its min
-    offset and ends at its max (one past its last entry). ValueError names a bad queue or offset.
-
-    The one place that reads a replay's start and end: other spellings (``"earliest"``, times)
-    belong here.
+    offset and ends at its max (one past its last entry). They may also be given as Spark users
+    give the Kafka source's offsets: ``"earliest"``, ``"latest"``, a time (epoch ms, ISO-8601,
+    datetime: the first offset stored at or after it) or ``{"TopicA": {"0": 23, "1": -2}}``
+    (:mod:`rocketfilter.offsets_spec`). ValueError names a bad queue or offset.
     """
     queues = store.consumequeue_state().queues.get(topic, {})
     config = store.topic_config(topic)
     known = set(queues) | set(range(config.read_queue_nums if config is not None else 0))
     chosen = []
     for name, given, default in (("start", start, 0), ("end", end, 1)):
+        given = None if given is None else _spec(store, topic, given, name == "end", name)
         if given is not None and not isinstance(given, Mapping):
             raise ValueError(f"{name} must map queue ids to offsets, e.g. {{0: 100}}; got {given!r}")
         for q, offset in (given or {}).items():

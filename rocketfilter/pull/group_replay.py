@@ -152,7 +152,9 @@ def replay_group(store, group: Union[ConsumerGroup, str], topic: str, *, start: 
     ``group`` is a ``ConsumerGroup`` or the name of a group stored in ``store``
     (``store.save_group``, or its consumers' heartbeats through a ``Broker``). Each consumer
     pulls the queues the group's strategy gives it (CLUSTERING; BROADCASTING: every queue) from
-    ``start`` to ``end`` (``{queue_id: offset}``; default each queue's min and max offset),
+    ``start`` to ``end`` (``{queue_id: offset}``, or ``"earliest"``, ``"latest"``, a time or
+    Kafka-style JSON as :mod:`rocketfilter.offsets_spec` reads them; default each queue's min and
+    max offset),
     ``max_msg_nums`` per pull, through the broker's filter with the group's subscription (its
     own with ``post_subscription_when_pull``), and keeps what its own subscription's exact tag
     check keeps. ``pull_number`` counts the consumer's pulls of that queue from 0. A consumer the

@@ -146,6 +146,17 @@ def test_start_and_end_per_queue(store):
             replay_group(store, seed_group(), SEED, **kwargs)
     with pytest.raises(ValueError, match=r"topic 'Nope' does not exist"):
         replay_group(store, seed_group(), "Nope")
+    # Start and end as Spark users give them (offsets_spec): JSON with -2 earliest, names, times.
+    rows = replay_group(store, seed_group(), SEED, start='{"SUBSCRIBE_TEST": {"2": 1, "3": 1}}').collect()
+    assert sorted((r["queue_id"], r["queue_offset"]) for r in rows) == [(2, 1), (3, 1)]
+    everything = replay_group(store, seed_group(), SEED).count()
+    assert everything == 2   # B's tagB messages of queues 2 and 3
+    assert replay_group(store, seed_group(), SEED, start="latest").count() == 0
+    assert replay_group(store, seed_group(), SEED, start="earliest", end="latest").count() == everything
+    assert replay_group(store, seed_group(), SEED, start=0).count() == everything   # epoch ms 0
+    assert replay_group(store, seed_group(), SEED, start="3000-01-01T00:00:00Z").count() == 0
+    with pytest.raises(ValueError, match="start: expected 'earliest', 'latest', a time"):
+        replay_group(store, seed_group(), SEED, start="yesterday")
     with pytest.raises(ValueError, match="no consumer group 'GID_unknown'"):
         replay_group(store, "GID_unknown", SEED)
 
