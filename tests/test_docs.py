@@ -99,6 +99,7 @@ def test_the_docs_have_their_blocks():
     counts = {doc.name: len(python_blocks(doc)) for doc in DOCS}
     assert counts["README.md"] >= 4 and counts["selector.md"] >= 4 and counts["consumer-groups.md"] >= 6
     assert counts["offsets.md"] >= 4 and counts["configuration.md"] >= 4 and counts["why.md"] >= 3
+    assert counts["source.md"] >= 4
 
 
 def test_the_output_rules():
