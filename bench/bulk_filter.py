@@ -34,26 +34,20 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
 
+import _common  # noqa: E402 - bench/ is the script's folder, first on sys.path
+from _common import CORES  # noqa: E402
+
 TOPIC = "BenchTopic"
 GROUP = "GID_bench"
 SELECTOR = "(age BETWEEN 6 AND 9) AND (name IS NOT NULL) AND (isGender = TRUE)"
 ROCKETMQ_PER_THREAD = 4.2e6
-CORES = 2
 DUCKDB_SQL = ("SELECT count(*) FROM read_parquet(?) WHERE topic = 'BenchTopic' "
               "AND TRY_CAST(properties['age'] AS INTEGER) BETWEEN 6 AND 9 "
               "AND properties['name'] IS NOT NULL AND lower(properties['isGender']) = 'true'")
 
 
 def session():
-    from pyspark.sql import SparkSession
-
-    from rocketfilter.session import get_spark
-
-    spark = get_spark(SparkSession.builder.appName("rocketfilter-bench-bulk").master(f"local[{CORES}]")
-                      .config("spark.driver.memory", "4g").config("spark.ui.enabled", "false")
-                      .config("spark.ui.showConsoleProgress", "false"))
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return _common.session("rocketfilter-bench-bulk")
 
 
 def build(spark, root: str, n: int):
@@ -144,29 +138,21 @@ def timed(fns: dict, repeat: int) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=5_000_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--store", help="store directory (kept); default: a temporary one")
-    parser.add_argument("--reuse", action="store_true", help="with --store: use the store already there")
+    _common.add_store_arguments(parser, repeat=3)
     args = parser.parse_args(argv)
-
-    from rocketfilter.store import MessageStore
 
     spark = session()
     root = args.store or tempfile.mkdtemp(prefix="rf-bench-bulk-")
     try:
-        if args.reuse and args.store and Path(root, "commitlog").is_dir():
-            store = MessageStore.open(root, spark, create=False)
-        else:
-            store = build(spark, root, args.messages)
+        store = _common.open_or_build(spark, args, root, build)
         n = sum(hi - lo for lo, hi in store.consumequeue_state().queues.get(TOPIC, {}).values())
         size = sum(f.size for f in store.commitlog.files())
         print(f"selector: {SELECTOR}")
         print(f"topic: {n:,} messages in {len(store.commitlog.files())} CommitLog files, {size / 2**20:.0f} MiB; "
               f"spark {spark.version} local[{CORES}], best of {args.repeat}; load average before "
-              f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+              f"{_common.load_average()}")
         results = timed(ways(spark, store), args.repeat)
-        print(f"load average after {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+        print(f"load average after {_common.load_average()}")
         print(f"{'way':44s} {'seconds':>8s} {'count':>10s} {'msg/s':>12s} {'msg/s/core':>12s}")
         for name, (seconds, count) in results.items():
             print(f"{name:44s} {seconds:8.3f} {count:10,d} {n / seconds:12,.0f} {n / seconds / CORES:12,.0f}")

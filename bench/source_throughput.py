@@ -28,21 +28,15 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
 
+import _common  # noqa: E402 - bench/ is the script's folder, first on sys.path
+from _common import CORES  # noqa: E402
+
 TOPIC = "BenchTopic"
-CORES = 2
 SUBSCRIPTIONS = [("*", "TAG"), ("Tag1 || Tag3", "TAG"), ("age BETWEEN 6 AND 9 AND region = 'eu'", "SQL92")]
 
 
 def session():
-    from pyspark.sql import SparkSession
-
-    from rocketfilter.session import get_spark
-
-    spark = get_spark(SparkSession.builder.appName("rocketfilter-bench-source").master(f"local[{CORES}]")
-                      .config("spark.driver.memory", "4g").config("spark.ui.enabled", "false")
-                      .config("spark.ui.showConsoleProgress", "false"))
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return _common.session("rocketfilter-bench-source")
 
 
 def build(spark, root: str, n: int):
@@ -79,25 +73,17 @@ def ways(spark, store, sub: str, kind: str):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=5_000_000)
-    parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--store", help="store directory (kept); default: a temporary one")
-    parser.add_argument("--reuse", action="store_true", help="with --store: use the store already there")
+    _common.add_store_arguments(parser, repeat=2)
     args = parser.parse_args(argv)
-
-    from rocketfilter.store import MessageStore
 
     spark = session()
     root = args.store or tempfile.mkdtemp(prefix="rf-bench-source-")
     try:
-        if args.reuse and args.store and Path(root, "commitlog").is_dir():
-            store = MessageStore.open(root, spark, create=False)
-        else:
-            store = build(spark, root, args.messages)
+        store = _common.open_or_build(spark, args, root, build)
         n = sum(hi - lo for lo, hi in store.consumequeue_state().queues.get(TOPIC, {}).values())
         print(f"topic: {n:,} messages in {len(store.commitlog.files())} CommitLog files; spark {spark.version} "
               f"local[{CORES}], best of {args.repeat} after a warm-up; load average "
-              f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+              f"{_common.load_average()}")
         print(f"{'subscription':44s} {'way':14s} {'seconds':>8s} {'rows':>10s} {'msg/s':>12s}")
         ratios = []
         for sub, kind in SUBSCRIPTIONS:
@@ -112,7 +98,7 @@ def main(argv=None) -> int:
                                  f"{counts['read_messages']}")
             ratios.append(best["read_messages"] / best["source"])
             print(f"{'':44s} ratio source/read_messages (speed): {ratios[-1]:.2f}")
-        print(f"load average after {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+        print(f"load average after {_common.load_average()}")
     finally:
         if not args.store:
             shutil.rmtree(root, ignore_errors=True)
