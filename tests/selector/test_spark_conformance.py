@@ -1,12 +1,15 @@
 """Every compiled conformance case through the Spark compiler, under ANSI mode on and off.
 
-Cases are evaluated in chunks: one DataFrame row per case and one column per case's selector,
-so a chunk is one Spark job; each case reads its own row of its own column (the diagonal).
+Cases are evaluated in chunks: one DataFrame row per case and one column per distinct selector
+(cases sharing a selector share its compiled Column), so a chunk is one Spark job; each case
+reads its own row of its selector's column.
 The string cases run over a map<string,string> column (the broker's view), as given (`matched`)
 and after the properties-string round trip (`matched_wire`); the typed cases run over typed
 top-level columns, and their `as_string` twins over the map.
 """
 from __future__ import annotations
+
+from functools import lru_cache
 
 import pyarrow as pa
 import pytest
@@ -18,7 +21,7 @@ from rocketfilter.selector.spark import compile_selector
 
 from ..conftest import conformance
 
-CHUNK = 120
+COLUMNS = 120   # distinct selectors per chunk
 ANSI_MODES = ("true", "false")
 
 _SPARK_TYPES = {"Integer": T.IntegerType(), "Long": T.LongType(), "Double": T.DoubleType(),
@@ -54,49 +57,91 @@ def _typed_inputs():
     return out
 
 
-def _columns(compiled, i):
-    return F.struct(compiled.decision, compiled.raw, compiled.error).alias(f"c{i}")
+def _struct(compiled):
+    return F.struct(compiled.decision, compiled.raw, compiled.error)
 
 
-def _map_chunk(spark, chunk):
-    """A local DataFrame (one row per case) and each case's compiled selector."""
+def _chunks(inputs, key_of):
+    """Inputs grouped so that those sharing a compiled selector share a chunk, each chunk
+    holding at most COLUMNS distinct selectors (one Spark job per chunk)."""
+    chunk, keys = [], set()
+    for item in sorted(inputs, key=lambda x: key_of(x)):
+        key = key_of(item)
+        if key not in keys and len(keys) == COLUMNS:
+            yield chunk
+            chunk, keys = [], set()
+        chunk.append(item)
+        keys.add(key)
+    if chunk:
+        yield chunk
+
+
+def _map_chunk(spark, chunk, compiled):
+    """A local DataFrame (one row per input) and the compiled selectors the rows read: each
+    distinct selector is compiled once for the whole module (``compiled``) over the map."""
     properties = pa.array([list(props.items()) for _, _, props in chunk],
                           type=pa.map_(pa.string(), pa.string()))
     df = spark.createDataFrame(pa.table({"row": pa.array(range(len(chunk)), pa.int32()),
                                          "properties": properties}))
-    cols = [_columns(compile_selector(parse(expr).ast, "properties"), i)
-            for i, (_, expr, _) in enumerate(chunk)]
-    return df, cols
+    names = {}
+    for _, expr, _ in chunk:
+        if expr not in compiled:
+            compiled[expr] = _struct(compile_selector(parse(expr).ast, "properties"))
+        names.setdefault(expr, f"c{len(names)}")
+    cols = [compiled[expr].alias(name) for expr, name in names.items()]
+    return df, cols, [names[expr] for _, expr, _ in chunk]
 
 
-def _typed_chunk(spark, chunk):
-    fields, columns = [T.StructField("row", T.IntegerType())], {"row": list(range(len(chunk)))}
-    for i, (_, _, spec) in enumerate(chunk):
-        for name, p in spec.items():
-            column = f"c{i}_{name}"
-            fields.append(T.StructField(column, _SPARK_TYPES[p["type"]]))
-            columns[column] = [None] * len(chunk)
-            columns[column][i] = _PY_VALUE[p["type"]](p.get("value"))
-    schema = T.StructType(fields)
-    table = pa.table({f.name: pa.array(columns[f.name], _ARROW_TYPES[type(f.dataType)])
-                      for f in fields})
-    df = spark.createDataFrame(table)
-    cols = []
-    for i, (_, expr, _) in enumerate(chunk):
-        selector = parse(expr)
-        columns = {n: f"c{i}_{n}" for n in selector.properties}
-        cols.append(_columns(compile_selector(selector.ast, None, schema, columns=columns), i))
-    return df, cols
+@lru_cache(maxsize=None)
+def _properties(expr):
+    return sorted(parse(expr).properties)
+
+
+def _typed_key(item):
+    """A typed input's selector and, per property it reads, the column type ("": absent)."""
+    _, expr, spec = item
+    return expr, tuple((n, spec[n]["type"] if n in spec else "") for n in _properties(expr))
+
+
+def _typed_chunk(spark, chunk, compiled):
+    """One top-level column per (property, type) the chunk's inputs read, each row holding its
+    own input's values (null elsewhere); each (selector, types) is compiled once."""
+    fields = {}
+    for item in chunk:
+        for n, kind in _typed_key(item)[1]:
+            if kind:
+                fields.setdefault((n, kind), T.StructField(f"p{len(fields)}", _SPARK_TYPES[kind]))
+    columns = {"row": list(range(len(chunk)))}
+    columns.update({f.name: [None] * len(chunk) for f in fields.values()})
+    for row, (_, _, spec) in enumerate(chunk):
+        for n, p in spec.items():
+            if (n, p["type"]) in fields:
+                columns[fields[n, p["type"]].name][row] = _PY_VALUE[p["type"]](p.get("value"))
+    schema = T.StructType([T.StructField("row", T.IntegerType()), *fields.values()])
+    df = spark.createDataFrame(pa.table({f.name: pa.array(columns[f.name], _ARROW_TYPES[type(f.dataType)])
+                                         for f in schema.fields}))
+    names = {}
+    for item in chunk:
+        key = _typed_key(item)
+        if key not in compiled:
+            expr, kinds = key
+            mapping = {n: fields[n, kind].name if kind else f"absent_{n}" for n, kind in kinds}
+            own = T.StructType([fields[n, kind] for n, kind in kinds if kind])
+            compiled[key] = _struct(compile_selector(parse(expr).ast, None, own, columns=mapping))
+        names.setdefault(key, f"c{len(names)}")
+    cols = [compiled[key].alias(name) for key, name in names.items()]
+    return df, cols, [names[_typed_key(item)] for item in chunk]
 
 
 @pytest.fixture(scope="module")
 def compiled_chunks(spark):
     """Compiled once: a Column does not depend on the ANSI mode it is later analysed under."""
     chunks = []
-    for inputs, build in ((_string_inputs(), _map_chunk), (_typed_inputs(), _typed_chunk)):
-        for start in range(0, len(inputs), CHUNK):
-            chunk = inputs[start:start + CHUNK]
-            chunks.append(([key for key, _, _ in chunk], *build(spark, chunk)))
+    for inputs, build, key_of in ((_string_inputs(), _map_chunk, lambda x: x[1]),
+                                  (_typed_inputs(), _typed_chunk, _typed_key)):
+        compiled = {}
+        for chunk in _chunks(inputs, key_of):
+            chunks.append(([key for key, _, _ in chunk], *build(spark, chunk, compiled)))
     return chunks
 
 
@@ -105,9 +150,9 @@ def spark_results(request, spark, compiled_chunks):
     spark.conf.set("spark.sql.ansi.enabled", request.param)
     try:
         results = {}
-        for keys, df, cols in compiled_chunks:
+        for keys, df, cols, reads in compiled_chunks:
             rows = sorted(df.select("row", *cols).collect(), key=lambda r: r.row)
-            results.update({key: tuple(rows[i][f"c{i}"]) for i, key in enumerate(keys)})
+            results.update({key: tuple(rows[i][name]) for i, (key, name) in enumerate(zip(keys, reads))})
         return results
     finally:
         spark.conf.unset("spark.sql.ansi.enabled")

@@ -186,22 +186,39 @@ _PRODUCER = textwrap.dedent("""
              .config("spark.sql.shuffle.partitions", "1").getOrCreate())
     store = MessageStore.open(sys.argv[1], spark, MessageStoreConfig(dispatch_on_put=False),
                               repair=False)
+    print("ready", flush=True)
+    sys.stdin.readline()   # the test's own process puts from here on too
     for batch in range(3):
         store.put_messages([{"topic": "T", "body": f"{sys.argv[2]}-{batch}-{i}".encode()}
                             for i in range(10)])
 """)
 
 
-def test_concurrent_producer_processes_get_unique_contiguous_offsets(store, tmp_path):
+def _producer_process(store, tmp_path):
+    """A producer in its own process (its own JVM), started and ready to put."""
     script = tmp_path / "producer.py"
     script.write_text(_PRODUCER)
     repo = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")]))}
-    procs = [subprocess.Popen([sys.executable, str(script), store.uri, f"p{i}"], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(2)]
-    for p in procs:
-        _, err = p.communicate()  # no timeout: a loaded machine may take long (issue 10.6)
-        assert p.returncode == 0, err.decode()[-3000:]
+    err = open(tmp_path / "producer.err", "w+")   # a file: a full pipe would block the start
+    proc = subprocess.Popen([sys.executable, str(script), store.uri, "p1"], env=env, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+    if proc.stdout.readline().strip() != "ready":   # no timeout: a loaded machine may take long (issue 10.6)
+        proc.wait()
+        raise AssertionError((tmp_path / "producer.err").read_text()[-3000:])
+    return proc
+
+
+def test_concurrent_producer_processes_get_unique_contiguous_offsets(store, tmp_path):
+    """Two processes put at once: a producer process and this one (one JVM start, not two)."""
+    proc = _producer_process(store, tmp_path)
+    mine = MessageStore.open(store.uri, store.spark, MessageStoreConfig(dispatch_on_put=False), repair=False)
+    proc.stdin.write("go\n")
+    proc.stdin.close()
+    for batch in range(3):
+        mine.put_messages([{"topic": "T", "body": f"p0-{batch}-{i}".encode()} for i in range(10)])
+    proc.stdout.read()
+    assert proc.wait() == 0, (tmp_path / "producer.err").read_text()[-3000:]
     store.dispatch()
     cl = store.commitlog.read(store.spark)
     assert cl.count() == 60
