@@ -5,6 +5,7 @@ Importing the package imports nothing heavy (no Spark); the functions below load
 (:mod:`rocketfilter.source`, docs/source.md).
 """
 _LAZY = {"read_messages": "rocketfilter.pull.read_messages",
+         "read_consume_queue": "rocketfilter.pull.read_consume_queue",
          "replay_group": "rocketfilter.pull.group_replay", "diagnose_group": "rocketfilter.pull.group_diagnosis",
          "GroupDiagnosis": "rocketfilter.pull.group_diagnosis", "ConsumerGroup": "rocketfilter.consumer.group",
          "explain_message": "rocketfilter.pull.explain_message", "MessageTrace": "rocketfilter.pull.message_trace",

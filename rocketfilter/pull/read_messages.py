@@ -121,23 +121,46 @@ def _commitlog(store, topic: str, ranges: Ranges) -> DataFrame:
     return df
 
 
-def _through_consume_queue(store, topic: str, ranges: Ranges, cq_match: Column,
-                           rows: DataFrame) -> DataFrame:
-    """``rows`` (CommitLog) restricted to the entries of ``ranges`` that ``cq_match`` passes
-    and the CommitLog still holds (retention removes a prefix). The entries' offsets are
-    broadcast (a hash of longs) unless there may be more than ``BROADCAST_ENTRIES``."""
+def consume_queue_entries(store, topic: str, ranges: Ranges) -> DataFrame:
+    """The topic's ConsumeQueue entries within ``ranges`` whose message the CommitLog still
+    holds (retention removes a prefix); the range test is left out when every queue is read
+    whole."""
     lowest = store.commitlog_state().min_commitlog_offset
     queues = store.consumequeue_state().queues.get(topic, {})
     entries = store.consumequeue.read(store.spark, where=[("topic", "=", topic)])
-    cond = cq_match
     if any(ranges.get(q) != (lo, hi) for q, (lo, hi) in queues.items()) or any(lo for lo, _ in queues.values()):
-        cond = cond & _range_column(ranges)   # the whole of every queue needs no range test
+        entries = entries.where(_range_column(ranges))
     if lowest:
-        cond = cond & (F.col("commitlog_offset") >= F.lit(lowest))
-    entries = entries.where(cond).select("commitlog_offset")
+        entries = entries.where(F.col("commitlog_offset") >= F.lit(lowest))
+    return entries
+
+
+def _through_consume_queue(store, topic: str, ranges: Ranges, cq_match: Column,
+                           rows: DataFrame) -> DataFrame:
+    """``rows`` (CommitLog) restricted to the entries of ``ranges`` that ``cq_match`` passes.
+    The entries' offsets are broadcast (a hash of longs) unless there may be more than
+    ``BROADCAST_ENTRIES``."""
+    entries = consume_queue_entries(store, topic, ranges).where(cq_match).select("commitlog_offset")
     if sum(e - s for s, e in ranges.values()) <= BROADCAST_ENTRIES:
         entries = F.broadcast(entries)
     return rows.join(entries, "commitlog_offset", "left_semi")
+
+
+def checked_subscription(store, topic: str, subscription: str, expression_type: str):
+    """``(SubscriptionData, Selector or None)`` for a read of ``topic``, or ValueError as
+    :func:`read_messages` documents."""
+    from rocketfilter.selector import parse
+
+    sub = build_subscription(topic, subscription, expression_type)
+    sql = not is_tag_type(sub.expression_type)
+    selector = parse(subscription) if sql else None
+    if sql and not store.broker_config.enable_property_filter:
+        raise ValueError(f"The broker does not support consumer to filter message by {sub.expression_type} "
+                         "(enablePropertyFilter=false)")
+    if store.topic_config(topic) is None and not store.consumequeue_state().queues.get(topic):
+        known = ", ".join(sorted(store.topics())) or "none"
+        raise ValueError(f"topic {topic!r} does not exist in store {store.uri} (topics: {known})")
+    return sub, selector
 
 
 def read_messages(store, topic: str, subscription: str, expression_type: str = "TAG", *,
@@ -159,17 +182,9 @@ def read_messages(store, topic: str, subscription: str, expression_type: str = "
     >>> read_messages(store, "OrderEvents", "TagA").select("queue_id", "msg_id").show()  # doctest: +SKIP
     """
     from rocketfilter.pull.bits import bit, subscription_key, usable
-    from rocketfilter.selector import parse
 
-    sub = build_subscription(topic, subscription, expression_type)
-    sql = not is_tag_type(sub.expression_type)
-    selector = parse(subscription) if sql else None
-    if sql and not store.broker_config.enable_property_filter:
-        raise ValueError(f"The broker does not support consumer to filter message by {sub.expression_type} "
-                         "(enablePropertyFilter=false)")
-    if store.topic_config(topic) is None and not store.consumequeue_state().queues.get(topic):
-        known = ", ".join(sorted(store.topics())) or "none"
-        raise ValueError(f"topic {topic!r} does not exist in store {store.uri} (topics: {known})")
+    sub, selector = checked_subscription(store, topic, subscription, expression_type)
+    sql = selector is not None
     ranges = resolve_range(store, topic, start, end)
     if not ranges:
         return store.spark.createDataFrame([], S.COMMITLOG_SCHEMA)

@@ -140,3 +140,37 @@ def test_bits_answer_like_the_selector(store):
             subscription
     plan = store.consumequeue.read(store.spark).agg(F.count("sub_bits")).first()[0]
     assert plan == store.consumequeue.read(store.spark).count()   # every entry has its bits
+
+
+def _positions(df):
+    return sorted((r.queue_id, r.queue_offset, r.commitlog_offset)
+                  for r in df.select("queue_id", "queue_offset", "commitlog_offset").collect())
+
+
+def test_read_consume_queue_is_read_messages_as_entries(store):
+    """The entries of read_messages' rows, with and without bits; with a SQL92 subscription's
+    bits, and for ``*``, no CommitLog file is read at all."""
+    from rocketfilter.pull.read_consume_queue import ENTRY_COLUMNS
+
+    for i, (subscription, expression_type) in enumerate(SUBSCRIPTIONS):
+        store.register_subscription_bits(f"E{i}", TOPIC, subscription, expression_type, 1)
+    store.backfill()
+    commitlog = {f.path for f in store.commitlog.files()}
+    for i, (subscription, expression_type) in enumerate(SUBSCRIPTIONS):
+        # Whole queues (no range test) and a range, on alternate subscriptions.
+        for start, end in ([(None, None), ({0: 17, 2: 40}, {1: 60})][i % 2],):
+            want = _positions(rocketfilter.read_messages(store, TOPIC, subscription, expression_type,
+                                                         start=start, end=end, bits=False))
+            for bits in (True, False):
+                df = rocketfilter.read_consume_queue(store, TOPIC, subscription, expression_type,
+                                                     start=start, end=end, bits=bits)
+                assert tuple(df.columns) == ENTRY_COLUMNS
+                assert _positions(df) == want, (subscription, start, end, bits)
+                cq_alone = (bits and expression_type == "SQL92") or subscription == "*"
+                read = {p for p in df.inputFiles()}
+                assert cq_alone == (not read & {p.replace("file://", "file:") for p in commitlog}
+                                    and not read & commitlog), (subscription, bits, read)
+    empty = rocketfilter.read_consume_queue(store, TOPIC, "a > 4", "SQL92", start={0: 500, 1: 500, 2: 500})
+    assert empty.count() == 0 and tuple(empty.columns) == ENTRY_COLUMNS
+    with pytest.raises(ValueError, match="does not exist"):
+        rocketfilter.read_consume_queue(store, "NoSuchTopic", "*")
