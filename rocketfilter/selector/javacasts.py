@@ -27,52 +27,67 @@ _SIGNED_DIGITS = r"^[+-]?\p{Nd}+\z"  # any Unicode digit; translate() keeps only
 _JAVA_DOUBLE = (r"^[\x00-\x20]*[+-]?(?:NaN|Infinity|(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)"
                 r"(?:[eE][+-]?[0-9]+)?|0[xX](?:[0-9a-fA-F]+\.?|[0-9a-fA-F]*\.[0-9a-fA-F]+)"
                 r"[pP][+-]?[0-9]+)[fFdD]?)[\x00-\x20]*\z")
+# What is left of a plain decimal ("-12.5", "7", ".5") once its digits are removed.
+_PLAIN_DECIMAL_REST = ("", ".", "-", "+", "-.", "+.")
 
 
-def _ascii_integral_shape(s: Column) -> Column:
-    """A cheap pre-check that leaves Spark's cast reading exactly Java's ASCII syntax.
+def _ascii_digits(s: Column) -> Column:
+    """True where ``s`` is ``[+-]?[0-9]+`` in ASCII, tested without a regular expression.
 
-    ``try_cast(s as int)`` accepts ``[+-]?[0-9]+`` like Java, but also trims leading and
-    trailing blanks and controls, which Java rejects. A first byte in ``!``..``~`` and a last
-    character ``0``..``9`` rule those out; anything else malformed fails the cast itself (it
-    rejects a decimal point under TRY semantics). Byte comparisons cost far less than a
-    regular expression (measured: the whole bench selector ran 1.5x faster).
+    A failing ``try_cast`` costs microseconds (Spark raises and catches inside), so every cast
+    here runs only where it cannot fail: measured on 3M values, casting "user42" or "19.99"
+    took 10 s, these byte tests 0.3 s. The comparisons pin the first character to a digit or
+    sign, translate() proves the rest are digits, and the last character rules out a lone sign.
     """
-    return ((s >= F.lit("!")) & (s < F.lit("\x7f"))
-            & F.substring(s, -1, 1).between(F.lit("0"), F.lit("9")))
+    first_ok = ((s >= F.lit("0")) & (s < F.lit(":"))) | s.startswith("+") | s.startswith("-")
+    rest = F.translate(F.substring(s, 2, 1 << 30), "0123456789", "")
+    return first_ok & F.substring(s, -1, 1).between(F.lit("0"), F.lit("9")) & (rest == F.lit(""))
 
 
-def _integral(s: Column, spark_type: str) -> Tuple[Column, Column]:
-    fast = F.when(_ascii_integral_shape(s), s).try_cast(spark_type)
-    # Non-ASCII digits are rare: only text made of sign + Unicode digits is translated. The
-    # translation covers the BMP digits only, so a supplementary digit survives and fails the
-    # cast, as it fails Java's parser.
-    slow = F.when(s.rlike(_SIGNED_DIGITS),
+def _unicode_integral(s: Column, spark_type: str) -> Column:
+    # Non-ASCII digits (and ASCII runs too long for the fast paths) are rare: only text made of
+    # sign + Unicode digits is translated. The translation covers the BMP digits only, so a
+    # supplementary digit survives and fails the cast, as it fails Java's parser.
+    return F.when(s.rlike(_SIGNED_DIGITS),
                   F.translate(s, NON_ASCII_DIGITS, ASCII_EQUIVALENTS)).try_cast(spark_type)
-    value = F.coalesce(fast, slow)  # coalesce evaluates `slow` only where `fast` is null
+
+
+def _integral(s: Column, spark_type: str, safe_length: int) -> Tuple[Column, Column]:
+    """``safe_length``: the longest ASCII digit text (sign included) that always fits."""
+    length, digits = F.length(s), _ascii_digits(s)
+    value = F.when(digits & (length <= safe_length), s.try_cast(spark_type))
+    if spark_type == "int":  # 10..19 characters: through a long, then Java's int range
+        wide = s.try_cast("bigint")
+        value = value.when(digits & (length <= 19),
+                           F.when(wide.between(-2 ** 31, 2 ** 31 - 1), wide.cast("int")))
+    value = value.otherwise(_unicode_integral(s, spark_type))
     return value, value.isNotNull()
 
 
 def integer_value_of(s: Column) -> Tuple[Column, Column]:
     """Java ``Integer.valueOf(s)``: optional sign, Unicode decimal digits, 32-bit range."""
-    return _integral(s, "int")
+    return _integral(s, "int", 9)
 
 
 def long_value_of(s: Column) -> Tuple[Column, Column]:
     """Java ``Long.valueOf(s)``: optional sign, Unicode decimal digits, 64-bit range."""
-    return _integral(s, "bigint")
+    return _integral(s, "bigint", 18)
 
 
 def double_value_of(s: Column) -> Tuple[Column, Column]:
     """Java ``Double.valueOf(s)``.
 
     Spark's string->double cast is Java's parseDouble plus spellings of infinity and NaN that
-    Java rejects (``inf``, ``nan``, any case). All of those contain an ``n``, as do the only
-    two Java accepts (``NaN``, ``Infinity``): only text with an ``n`` needs the grammar check,
-    and the cast runs once.
+    Java rejects (``inf``, ``nan``, any case), so text is cast only where Java's grammar
+    (``_JAVA_DOUBLE``) holds. The grammar runs only on uncommon shapes: plain decimals (digits,
+    at most a sign and a point) skip it, and text whose first character Java can never accept
+    (after its trim of chars <= U+0020: a sign, a digit, ``.``, ``N`` or ``I``) is not cast at
+    all, which matters because a failing cast is costly (see ``_ascii_digits``).
     """
-    plain = ~(s.contains("n") | s.contains("N"))
-    value = F.when(plain | s.rlike(_JAVA_DOUBLE), s).try_cast("double")
+    can_start = ((s < F.lit("!")) | ((s >= F.lit("+")) & (s < F.lit(":")))
+                 | s.startswith("N") | s.startswith("I"))
+    plain = F.translate(s, "0123456789", "").isin(*_PLAIN_DECIMAL_REST)
+    value = F.when(can_start & (plain | s.rlike(_JAVA_DOUBLE)), s).try_cast("double")
     return value, value.isNotNull()
 
 

@@ -26,6 +26,12 @@ EDGE_STRINGS = (
     "NaN", "-NaN", "+NaN", "nan", "NAN", "Infinity", "-Infinity", "+Infinity", "infinity",
     "inf", "-inf", "+inf", "INF", "Inf", " Infinity ", "\tNaN\n", "1e400", "-1e400", "1e-400",
     "0x1p4", "0x1.8p1", "-0.0", "4.9E-324", "1,5", "x", "abc", "true", None,
+    # Around the fast paths' length limits (9 and 19 characters for int, 18 for long) and
+    # the shapes they send to the grammar: dates, times, stray signs and points.
+    "999999999", "-99999999", "1000000000", "4294967296", "1732590000000", "0" * 18 + "5",
+    "-" + "0" * 17 + "5", "9" * 18, "9" * 19, "-" + "9" * 18, "0" * 19, "2024-01-01", "12:30",
+    "1-2", "+.5", "-.5", ".", "-.", "+.", "1e5f", " 1.5", "19.99", "user42", "N", "I", "In",
+    "Infinityx", "0x1P-3", "1.5e", "/5", "5/",
 )
 
 
