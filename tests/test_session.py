@@ -44,7 +44,13 @@ def test_defaults_on_a_bare_builder(clean_env, no_jvm):
     assert opts["spark.sql.shuffle.partitions"] == "8"
     assert opts["spark.driver.memory"] == "2g"
     assert opts["spark.sql.session.timeZone"] == "UTC"
+    assert opts["spark.sql.codegen.hugeMethodLimit"] == "8000"
     assert "spark.ui.enabled" not in opts
+
+
+def test_the_huge_method_limit_reaches_a_running_session(spark):
+    """A runtime setting: the suite's session (get_spark(testing=True)) has it."""
+    assert spark.conf.get("spark.sql.codegen.hugeMethodLimit") == "8000"
 
 
 def test_testing_defaults(clean_env, no_jvm):
@@ -146,7 +152,8 @@ def test_a_running_context_gets_only_runtime_settings(clean_env, monkeypatch):
     monkeypatch.setattr(SparkContext, "_active_spark_context", object())
     opts = _options(configure_spark(SparkSession.Builder(), testing=True))
     assert opts == {"spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
-                    "spark.sql.shuffle.partitions": "2", "spark.sql.session.timeZone": "UTC"}
+                    "spark.sql.shuffle.partitions": "2", "spark.sql.session.timeZone": "UTC",
+                    "spark.sql.codegen.hugeMethodLimit": "8000"}
 
 
 def test_a_remote_connect_builder_gets_portable_settings_only(clean_env, no_jvm):
