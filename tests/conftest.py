@@ -58,6 +58,17 @@ class Conformance:
         """The cases of a SQL92 ``.jsonl`` file whose selector compiles."""
         return [case for case in cls.jsonl(name) if case["compiled"]]
 
+    @staticmethod
+    @lru_cache(maxsize=None)
+    def map_column(expr: str):
+        """``expr`` compiled over a ``properties`` map column, once for the whole suite: the
+        Spark and the promoted-store conformance tests compile the same ~800 selectors (about
+        20 ms of Py4J calls each), and a Column does not depend on the DataFrame it is used in."""
+        from rocketfilter.selector import parse
+        from rocketfilter.selector.spark import compile_selector
+
+        return compile_selector(parse(expr).ast, "properties")
+
 
 conformance = Conformance
 

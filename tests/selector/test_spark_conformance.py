@@ -9,6 +9,7 @@ top-level columns, and their `as_string` twins over the map.
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
 import pyarrow as pa
@@ -78,7 +79,7 @@ def _chunks(inputs, key_of):
 
 def _map_chunk(spark, chunk, compiled):
     """A local DataFrame (one row per input) and the compiled selectors the rows read: each
-    distinct selector is compiled once for the whole module (``compiled``) over the map."""
+    distinct selector is compiled once for the whole suite over the map (Conformance.map_column)."""
     properties = pa.array([list(props.items()) for _, _, props in chunk],
                           type=pa.map_(pa.string(), pa.string()))
     df = spark.createDataFrame(pa.table({"row": pa.array(range(len(chunk)), pa.int32()),
@@ -86,7 +87,7 @@ def _map_chunk(spark, chunk, compiled):
     names = {}
     for _, expr, _ in chunk:
         if expr not in compiled:
-            compiled[expr] = _struct(compile_selector(parse(expr).ast, "properties"))
+            compiled[expr] = _struct(conformance.map_column(expr))
         names.setdefault(expr, f"c{len(names)}")
     cols = [compiled[expr].alias(name) for expr, name in names.items()]
     return df, cols, [names[expr] for _, expr, _ in chunk]
@@ -134,28 +135,40 @@ def _typed_chunk(spark, chunk, compiled):
 
 
 @pytest.fixture(scope="module")
-def compiled_chunks(spark):
-    """Compiled once: a Column does not depend on the ANSI mode it is later analysed under."""
-    chunks = []
-    for inputs, build, key_of in ((_string_inputs(), _map_chunk, lambda x: x[1]),
-                                  (_typed_inputs(), _typed_chunk, _typed_key)):
-        compiled = {}
-        for chunk in _chunks(inputs, key_of):
-            chunks.append(([key for key, _, _ in chunk], *build(spark, chunk, compiled)))
-    return chunks
+def results_by_mode(spark):
+    """(decision, raw, error) per input key, under each ANSI mode.
+
+    A worker thread runs each chunk's Spark job (one per mode) while this thread compiles the
+    next chunk: a Column does not depend on the ANSI mode it is later analysed under, and only
+    the worker runs queries, so it alone sets the mode. On two cores the compile (Python and
+    Py4J) and Spark's analysis of the last chunk then overlap instead of taking turns.
+    """
+    results = {mode: {} for mode in ANSI_MODES}
+
+    def run(keys, df, cols, reads):
+        for mode in ANSI_MODES:
+            spark.conf.set("spark.sql.ansi.enabled", mode)
+            try:
+                rows = sorted(df.select("row", *cols).collect(), key=lambda r: r.row)
+            finally:
+                spark.conf.unset("spark.sql.ansi.enabled")
+            results[mode].update({key: tuple(rows[i][name]) for i, (key, name) in enumerate(zip(keys, reads))})
+
+    with ThreadPoolExecutor(max_workers=1) as worker:
+        jobs = []
+        for inputs, build, key_of in ((_string_inputs(), _map_chunk, lambda x: x[1]),
+                                      (_typed_inputs(), _typed_chunk, _typed_key)):
+            compiled = {}
+            for chunk in _chunks(inputs, key_of):
+                jobs.append(worker.submit(run, [key for key, _, _ in chunk], *build(spark, chunk, compiled)))
+        for job in jobs:
+            job.result()
+    return results
 
 
 @pytest.fixture(scope="module", params=ANSI_MODES, ids=lambda m: f"ansi={m}")
-def spark_results(request, spark, compiled_chunks):
-    spark.conf.set("spark.sql.ansi.enabled", request.param)
-    try:
-        results = {}
-        for keys, df, cols, reads in compiled_chunks:
-            rows = sorted(df.select("row", *cols).collect(), key=lambda r: r.row)
-            results.update({key: tuple(rows[i][name]) for i, (key, name) in enumerate(zip(keys, reads))})
-        return results
-    finally:
-        spark.conf.unset("spark.sql.ansi.enabled")
+def spark_results(request, results_by_mode):
+    return results_by_mode[request.param]
 
 
 def _expect(case, variant):

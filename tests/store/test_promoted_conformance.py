@@ -57,7 +57,10 @@ def _results(store):
             if case["expr"] not in names:
                 selector = parse(case["expr"])
                 used = {n: promoted[n] for n in selector.properties if n in promoted}
-                c = compile_selector(selector.ast, "properties", promoted=used)
+                # Without promoted columns this is the map compile the Spark conformance test
+                # made already: shared (Conformance.map_column).
+                c = (compile_selector(selector.ast, "properties", promoted=used) if used
+                     else conformance.map_column(case["expr"]))
                 names[case["expr"]] = name = f"c{len(names)}"
                 cols.append(F.struct(c.decision, c.raw, c.error).alias(name))
         rows = (df.where(F.col("queue_offset").between(start, stop - 1))
