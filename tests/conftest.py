@@ -135,7 +135,8 @@ def typed_props_fixture() -> Callable[[dict], dict]:
 
 @pytest.fixture(scope="session")
 def spark():
-    """One local[2] session for the whole suite: 2 shuffle partitions, no UI, 2g driver."""
+    """One local[2] session for the whole suite: 2 shuffle partitions, no UI, no adaptive
+    execution, 2g driver."""
     from rocketfilter.session import get_spark
 
     session = get_spark(app_name="rocketfilter-tests", testing=True)

@@ -55,8 +55,8 @@ def test_the_huge_method_limit_reaches_a_running_session(spark):
 
 def test_testing_defaults(clean_env, no_jvm):
     opts = _options(configure_spark(SparkSession.Builder(), testing=True))
-    assert (opts["spark.master"], opts["spark.sql.shuffle.partitions"], opts["spark.ui.enabled"]) == (
-        "local[2]", "2", "false")
+    assert (opts["spark.master"], opts["spark.sql.shuffle.partitions"], opts["spark.ui.enabled"],
+            opts["spark.sql.adaptive.enabled"]) == ("local[2]", "2", "false", "false")
 
 
 def test_driver_memory_left_alone_once_the_jvm_runs(clean_env, monkeypatch):
@@ -153,7 +153,7 @@ def test_a_running_context_gets_only_runtime_settings(clean_env, monkeypatch):
     opts = _options(configure_spark(SparkSession.Builder(), testing=True))
     assert opts == {"spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
                     "spark.sql.shuffle.partitions": "2", "spark.sql.session.timeZone": "UTC",
-                    "spark.sql.codegen.hugeMethodLimit": "8000"}
+                    "spark.sql.codegen.hugeMethodLimit": "8000", "spark.sql.adaptive.enabled": "false"}
 
 
 def test_a_remote_connect_builder_gets_portable_settings_only(clean_env, no_jvm):
