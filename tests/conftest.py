@@ -73,6 +73,18 @@ class Conformance:
 conformance = Conformance
 
 
+def rows_by_ansi_mode(spark, df, columns, modes=("true", "false")) -> dict:
+    """``df.select("row", *columns)`` collected under each ANSI mode, ordered by ``row``."""
+    out = {}
+    for mode in modes:
+        spark.conf.set("spark.sql.ansi.enabled", mode)
+        try:
+            out[mode] = sorted(df.select("row", *columns).collect(), key=lambda r: r.row)
+        finally:
+            spark.conf.unset("spark.sql.ansi.enabled")
+    return out
+
+
 @pytest.fixture(scope="session", name="conformance")
 def conformance_fixture() -> Conformance:
     return Conformance

@@ -20,7 +20,7 @@ from pyspark.sql import types as T
 from rocketfilter.selector import parse
 from rocketfilter.selector.spark import compile_selector
 
-from ..conftest import conformance
+from ..conftest import conformance, rows_by_ansi_mode
 
 COLUMNS = 120   # distinct selectors per chunk
 ANSI_MODES = ("true", "false")
@@ -146,12 +146,7 @@ def results_by_mode(spark):
     results = {mode: {} for mode in ANSI_MODES}
 
     def run(keys, df, cols, reads):
-        for mode in ANSI_MODES:
-            spark.conf.set("spark.sql.ansi.enabled", mode)
-            try:
-                rows = sorted(df.select("row", *cols).collect(), key=lambda r: r.row)
-            finally:
-                spark.conf.unset("spark.sql.ansi.enabled")
+        for mode, rows in rows_by_ansi_mode(spark, df, cols, ANSI_MODES).items():
             results[mode].update({key: tuple(rows[i][name]) for i, (key, name) in enumerate(zip(keys, reads))})
 
     with ThreadPoolExecutor(max_workers=1) as worker:

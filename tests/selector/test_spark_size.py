@@ -19,6 +19,8 @@ from rocketfilter.selector import SelectorEvaluationError, SelectorSyntaxError, 
 from rocketfilter.selector.parser import MAX_DEPTH
 from rocketfilter.selector.spark import SPARK_DEPTH_LIMIT
 
+from ..conftest import rows_by_ansi_mode
+
 # Property maps with values that make comparisons TRUE, FALSE, null or throw.
 PROPS = ({}, {"a": "1", "b": "2", "c": "x"}, {"a": "x", "b": "2"}, {"a": "3", "b": "x", "c": "3"},
          {"a": "1", "b": "1", "c": "1"})
@@ -126,12 +128,7 @@ def _check_against_evaluator(spark, texts: List[str], ansi_modes=("true", "false
     for i, text in enumerate(texts):
         c = parse(text).to_columns("properties")
         columns.append(F.struct(c["matched"], c["raw"], c["error"]).alias(f"c{i}"))
-    for ansi in ansi_modes:
-        spark.conf.set("spark.sql.ansi.enabled", ansi)
-        try:
-            rows = sorted(df.select("row", *columns).collect(), key=lambda r: r.row)
-        finally:
-            spark.conf.unset("spark.sql.ansi.enabled")
+    for ansi, rows in rows_by_ansi_mode(spark, df, columns, ansi_modes).items():
         for i, text in enumerate(texts):
             for props, row in zip(PROPS, rows):
                 assert tuple(row[f"c{i}"]) == _outcome(text, props), (ansi, text[:80], props)
