@@ -1,5 +1,5 @@
 """Import throughput: a real-format RocketMQ broker store, written with rocketfilter's own record
-writer (``rocketfilter.store.records``), imported into a fresh rocketfilter store, in MB/s.
+writer (``rocketfilter.broker_files.records``), imported into a fresh rocketfilter store, in MB/s.
 
 The broker store (``--gigabytes`` of commit log in ``--file-mb`` files, 4 queues of one topic,
 ~200-byte bodies and five properties per message, end-of-file blanks and the consume-queue
@@ -29,7 +29,7 @@ CQ_FILE_UNITS = 300_000
 
 def _record(n: int, queue_offset: int, commitlog_offset: int) -> bytes:
     """Message ``n``: every message has the same size, so each file can be written on its own."""
-    from rocketfilter.store.records import encode_record
+    from rocketfilter.broker_files.records import encode_record
 
     return encode_record(
         topic=TOPIC, queue_id=n % QUEUES, queue_offset=queue_offset, commitlog_offset=commitlog_offset,
@@ -48,7 +48,7 @@ def _write_file(job: tuple) -> None:
             n = i * per_file + k
             f.write(_record(n, n // QUEUES, start + k * size))
         used = per_file * size
-        from rocketfilter.store.records import encode_blank
+        from rocketfilter.broker_files.records import encode_blank
 
         f.write(encode_blank(file_bytes - used) + bytes(file_bytes - used - 8))
 
@@ -57,7 +57,7 @@ def generate(root: Path, total_bytes: int, file_bytes: int) -> int:
     """Write the broker store (commit-log files in parallel processes); return the messages."""
     from multiprocessing import Pool
 
-    from rocketfilter.store.records import encode_cq_unit
+    from rocketfilter.broker_files.records import encode_cq_unit
     from rocketfilter.tags import tags_code
 
     (root / "commitlog").mkdir(parents=True)

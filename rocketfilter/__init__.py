@@ -6,10 +6,10 @@ Importing the package imports nothing heavy (no Spark); the functions below load
 """
 _LAZY = {"read_messages": "rocketfilter.pull.read_messages",
          "read_consume_queue": "rocketfilter.pull.read_consume_queue",
-         "replay_group": "rocketfilter.pull.group_replay", "diagnose_group": "rocketfilter.pull.group_diagnosis",
-         "GroupDiagnosis": "rocketfilter.pull.group_diagnosis", "ConsumerGroup": "rocketfilter.consumer.group",
-         "explain_message": "rocketfilter.pull.explain_message", "MessageTrace": "rocketfilter.pull.message_trace",
-         "Verdict": "rocketfilter.pull.message_trace",
+         "replay_group": "rocketfilter.groups.replay", "diagnose_group": "rocketfilter.groups.diagnosis",
+         "GroupDiagnosis": "rocketfilter.groups.diagnosis", "ConsumerGroup": "rocketfilter.consumer.group",
+         "explain_message": "rocketfilter.groups.explain_message", "MessageTrace": "rocketfilter.groups.message_trace",
+         "Verdict": "rocketfilter.groups.message_trace",
          "register": "rocketfilter.source", "read": "rocketfilter.source",
          "read_stream": "rocketfilter.source"}
 __all__ = sorted(_LAZY)

@@ -140,7 +140,7 @@ def normalize_properties_column(col: ColumnOrName) -> Column:
 
 # ---------------------------------------------------------------------------------------------
 # Commit-log record helpers (SEMANTICS §9.2): record size, message version, hosts, offset msgId.
-# Shared by the store importer (rocketfilter.store.records) and the put path.
+# Shared by the store importer (rocketfilter.broker_files.records) and the put path.
 
 import ipaddress as _ipaddress  # noqa: E402  (this section's own imports)
 import struct as _struct  # noqa: E402

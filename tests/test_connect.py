@@ -14,7 +14,7 @@ from rocketfilter.functions import sql92, tag_exact_filter, tag_filter
 from rocketfilter.selector import parse
 from rocketfilter.session import get_spark
 from rocketfilter.spark_mode import column_cache_key, default_parallelism, is_connect, is_remote
-from rocketfilter.store.delta import delta_spark_available
+from rocketfilter.delta.table import delta_spark_available
 
 pytestmark = pytest.mark.connect
 

@@ -1,5 +1,5 @@
-"""The data paths stay Spark Connect safe: no SparkContext, JVM or RDD access in the store, pull,
-selector, consumer and jobs packages and the top-level modules they use, except where ALLOWED
+"""The data paths stay Spark Connect safe: no SparkContext, JVM or RDD access in the delta, broker_files,
+store, pull, groups, selector, consumer and jobs packages and the top-level modules they use, except where ALLOWED
 says why it is safe.
 
 Classic-only questions (default parallelism, the JVM's classes) go through
@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "rocketfilter"
-CHECKED = ("store", "pull", "selector", "consumer", "jobs")
+CHECKED = ("delta", "broker_files", "store", "pull", "groups", "selector", "consumer", "jobs")
 # Top-level modules the data paths import (spark_mode and session ask "classic or Connect?").
 CHECKED_MODULES = ("bloom.py", "checks.py", "conf_sources.py", "config.py", "functions.py", "javalang.py",
                    "message.py", "naming.py", "offsets_spec.py", "spark_progress.py", "tags.py")
@@ -20,7 +20,7 @@ CLASSIC_ONLY = {"sparkContext", "_jvm", "_jsc", "_jsparkSession", "_jdf", "_jcol
                 "_active_spark_context"}
 # (path under rocketfilter/, enclosing function's qualified name) -> why the access is safe there.
 ALLOWED = {
-    ("store/delta.py", "delta_spark_available"):
+    ("delta/table.py", "delta_spark_available"):
         "returns False for a Connect session before the guarded JVM probe",
     ("spark_progress.py", "_JobGroupPoller.__init__"):
         "the classic watcher: spark_progress builds _ConnectHandler instead when is_connect(spark)",
@@ -86,6 +86,6 @@ def test_the_check_catches_each_form():
     assert found == [".sparkContext in f", "._jvm in f", ".rdd in f", "._active_spark_context in f",
                      "._jsc in f", "._jvm in delta_spark_available", ".sparkContext in delta_spark_available",
                      ".sparkContext in Poller.__init__"]
-    assert _violations("store/delta.py", source.split("def delta_spark_available")[0]) != []
+    assert _violations("delta/table.py", source.split("def delta_spark_available")[0]) != []
     allowed = "def delta_spark_available(spark):\n    return spark.sparkContext._jvm\n"
-    assert _violations("store/delta.py", allowed) == []
+    assert _violations("delta/table.py", allowed) == []

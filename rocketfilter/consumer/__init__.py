@@ -29,8 +29,8 @@ __all__ = [
 ]
 
 # name -> the module above this package that defines it, imported on first use.
-_LAZY = {"replay_group": "rocketfilter.pull.group_replay", "diagnose_group": "rocketfilter.pull.group_diagnosis",
-         "GroupDiagnosis": "rocketfilter.pull.group_diagnosis"}
+_LAZY = {"replay_group": "rocketfilter.groups.replay", "diagnose_group": "rocketfilter.groups.diagnosis",
+         "GroupDiagnosis": "rocketfilter.groups.diagnosis"}
 
 
 def __getattr__(name: str):

@@ -4,7 +4,7 @@ group file or stored in the store) against a store's topic.
     rocketfilter groups diagnose --store /data/rf --group-file g.json [--topic T]
     rocketfilter groups replay --store /data/rf --group GID_orders --topic T [--output P] [--commit]
 
-``diagnose`` prints :func:`rocketfilter.pull.group_diagnosis.diagnose_group`'s report. ``replay``
+``diagnose`` prints :func:`rocketfilter.groups.diagnosis.diagnose_group`'s report. ``replay``
 prints, per consumer and queue, how many messages it consumes and the last one's offset, then a total;
 ``--output`` writes the consumed messages (``replay_group``'s columns) as parquet, ``--commit``
 stores the offsets where the consumers resume. Arguments, the group file and the store's
@@ -83,7 +83,7 @@ def groups_command(args: argparse.Namespace, spark=None) -> int:
 
 
 def _diagnose(store, group, args) -> int:
-    from rocketfilter.pull.group_diagnosis import diagnose_group
+    from rocketfilter.groups.diagnosis import diagnose_group
 
     print(diagnose_group(store, group, args.topic, max_msg_nums=args.max_msg_nums))
     return 0
@@ -92,7 +92,7 @@ def _diagnose(store, group, args) -> int:
 def _replay(store, group, args) -> int:
     from pyspark.sql import functions as F
 
-    from rocketfilter.pull.group_replay import replay_group
+    from rocketfilter.groups.replay import replay_group
 
     rows = replay_group(store, group, args.topic, max_msg_nums=args.max_msg_nums, commit=args.commit)
     if args.output:

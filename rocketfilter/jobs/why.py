@@ -4,7 +4,7 @@
     rocketfilter why --store /data/rf --group GID_orders --key order-42 [--topic T]
     rocketfilter why --store /data/rf --group-file g.json --topic T --queue 1 --offset 7 [--client-id C]
 
-Prints :func:`rocketfilter.pull.explain_message.explain_message`'s trace: the verdict on the
+Prints :func:`rocketfilter.groups.explain_message.explain_message`'s trace: the verdict on the
 first line, then each step. Arguments, the group file and the store's existence are checked
 before Spark starts; errors are one line (exit 2 for bad input, such as an unknown topic; 1 for
 anything else, such as a missing store); a trace, whatever its verdict, exits 0. ``--conf``,
@@ -88,7 +88,7 @@ def _checked(args: argparse.Namespace):
 def why_command(args: argparse.Namespace, spark=None) -> int:
     """Trace the message for parsed ``args`` and print it; returns the exit code."""
     group, lookup = _checked(args)
-    from rocketfilter.pull.explain_message import explain_message
+    from rocketfilter.groups.explain_message import explain_message
 
     spark = common.start_spark(args, "rocketfilter-why", spark)
     store = common.open_store(args, spark)

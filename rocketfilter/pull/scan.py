@@ -26,7 +26,8 @@ from pyspark.sql import functions as F
 
 from rocketfilter.pull.bits import bit, slot_for_filter
 from rocketfilter.spark_mode import restore_conf, set_conf
-from rocketfilter.store import footers, schema as S
+from rocketfilter.delta import footers
+from rocketfilter.store import schema as S
 
 BODY_BUDGET_BYTES = 16 << 20
 # Interpreted evaluation for a pull's few hundred rows: the literals (offsets) change with every

@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Tuple
 
 from pyspark.sql.datasource import InputPartition
 
-from rocketfilter.store import footers
+from rocketfilter.delta import footers
 from rocketfilter.store import schema as S
 
 PARTITION_ROWS = 1 << 18   # CommitLog rows per task (64 row groups of the default 4096)

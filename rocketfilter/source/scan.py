@@ -27,7 +27,7 @@ from rocketfilter.source.filters import SubscriptionFilter
 from rocketfilter.source.offsets import DataLossError
 from rocketfilter.source.plan import ScanPartition
 from rocketfilter.source.schema import COLUMNS, TIMESTAMPS
-from rocketfilter.store.delta_write import filesystem_path
+from rocketfilter.delta.write import filesystem_path
 from rocketfilter.store.errors import StoreDamagedError
 
 log = logging.getLogger(__name__)

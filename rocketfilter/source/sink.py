@@ -40,7 +40,7 @@ import pyarrow.parquet as pq
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StringType, StructField, StructType
 
-from rocketfilter.store.delta_write import filesystem_path
+from rocketfilter.delta.write import filesystem_path
 
 _STORAGE_PREFIX = "storage."
 STAGING = "_sink"

@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from rocketfilter.store import schema as S
 from rocketfilter.store.dispatch import write_consumequeue
-from rocketfilter.store.retry import retry_on_conflict
+from rocketfilter.delta.retry import retry_on_conflict
 from rocketfilter.store.sub_bits import bits_column, plan_slots
 from rocketfilter.store.tables import StoreTables
 
@@ -63,7 +63,7 @@ def backfill(tables: StoreTables, topics: Optional[Sequence[str]] = None) -> dic
             cq.commit(adds, files, expected_version=version, operation="BACKFILL", data_change=False,
                       custom_metadata=state.to_metadata())
         except BaseException:
-            from rocketfilter.store.delta_write import delete_files
+            from rocketfilter.delta.write import delete_files
 
             delete_files(cq.uri, [a.path for a in adds])
             raise

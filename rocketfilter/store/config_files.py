@@ -31,7 +31,7 @@ from rocketfilter.config import SubscriptionGroupConfig, TopicConfig
 from rocketfilter.naming import validate_group, validate_topic
 from rocketfilter.store import schema as S
 from rocketfilter.store.filter_data import CONFIG_FILE_NAME as CONSUMER_FILTER, ConsumerFilterManager
-from rocketfilter.store.import_parse import _filesystem
+from rocketfilter.broker_files.import_parse import _filesystem
 from rocketfilter.store.offsets import commit_consumer_offsets, consumer_offsets
 from rocketfilter.store.tables import StoreTables
 from rocketfilter.store.topics import MAX_QUEUE_NUMS, topics

@@ -23,10 +23,10 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from rocketfilter.store import footers
+from rocketfilter.delta import footers
 from rocketfilter.store import schema as S
-from rocketfilter.store.delta_stats import FileStats
-from rocketfilter.store.delta_write import filesystem_path
+from rocketfilter.delta.stats import FileStats
+from rocketfilter.delta.write import filesystem_path
 from rocketfilter.store.errors import StoreDamagedError
 from rocketfilter.store.tables import StoreTables
 

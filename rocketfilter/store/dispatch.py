@@ -19,9 +19,9 @@ from pyspark.sql import functions as F
 from rocketfilter.spark_mode import default_parallelism
 from rocketfilter.spark_progress import ProgressOption, progress_block
 from rocketfilter.store import schema as S
-from rocketfilter.store.delta_write import delete_files, write_dataframe
+from rocketfilter.delta.write import delete_files, write_dataframe
 from rocketfilter.store.errors import StoreDamagedError
-from rocketfilter.store.retry import retry_on_conflict
+from rocketfilter.delta.retry import retry_on_conflict
 from rocketfilter.store.state import DISPATCH_APP_ID, ConsumeQueueState
 from rocketfilter.store.sub_bits import bits_column, plan_slots
 from rocketfilter.store.tables import StoreTables

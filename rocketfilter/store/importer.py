@@ -8,8 +8,9 @@ about ``task_bytes`` (a Python task costs ~0.1 s here, 97 tasks for 64 KiB files
 The consume queues are packed into a few tasks the same way. Damage becomes rows, not exceptions, so a
 task never fails; :meth:`ImportedStore.validate` collects counts and damage (never bodies) and
 raises on the first problem unless ``skip_damaged``. The DataFrames always exclude damaged
-records and units. The executor-side parsers are in :mod:`.import_parse`; record-level choices
-(decompressed ``body``, stored ``sys_flag``) are in :mod:`.records`.
+records and units. The executor-side parsers are in :mod:`rocketfilter.broker_files.import_parse`;
+record-level choices (decompressed ``body``, stored ``sys_flag``) are in
+:mod:`rocketfilter.broker_files.records`.
 """
 from __future__ import annotations
 
@@ -20,26 +21,30 @@ from typing import Any, List, Optional, Tuple
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from rocketfilter.spark_mode import default_parallelism, persist_if_allowed
 
-# The executor-side file parsers live in .import_parse.
-from rocketfilter.store.import_parse import (
-    PARSED_COMMITLOG_SCHEMA,
-    PARSED_CQ_SCHEMA,
-    _commitlog_rows,
-    _consumequeue_rows,
-    _filesystem,
-)
+# The executor-side file parsers live in broker_files.import_parse.
+from rocketfilter.broker_files.import_parse import _commitlog_rows, _consumequeue_rows, _filesystem
 # Damage is re-exported: reports and callers import it from here.
-from rocketfilter.store.import_listing import Damage, list_commitlog, list_consumequeue
-from rocketfilter.store.records import check_cq_unit
-from rocketfilter.store.schema import COMMITLOG_SCHEMA
+from rocketfilter.broker_files.import_listing import Damage, list_commitlog, list_consumequeue
+from rocketfilter.broker_files.records import check_cq_unit
+from rocketfilter.store.schema import COMMITLOG_SCHEMA, CONSUMEQUEUE_SCHEMA, arrow_schema
 
 _SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 MAX_REPORTED_DAMAGE = 1000  # damage entries kept in a report; the count is always exact
 _ISIN_LIMIT = 10_000   # more excluded offsets than this: an anti join, not an IN list
 MAX_QUEUE_NUMS = 1024  # the most queues a topic of this store can have (topics.create_topic)
+
+_INTERNAL = [StructField("_tags_code", LongType()), StructField("_kind", StringType(), False),
+             StructField("_file", StringType(), False), StructField("_file_position", LongType(), False),
+             StructField("_reason", StringType())]
+# Parsed commit-log rows: records, plus 'blank', 'error' and one 'file' summary row per file.
+# Non-record rows fill the non-null columns with placeholders so the schema stays truthful.
+PARSED_COMMITLOG_SCHEMA = StructType(list(COMMITLOG_SCHEMA.fields) + _INTERNAL)
+PARSED_CQ_SCHEMA = StructType([f for f in CONSUMEQUEUE_SCHEMA.fields if f.name in (
+    "topic", "queue_id", "queue_offset", "commitlog_offset", "size", "tags_code")] + _INTERNAL[1:])
 
 
 @dataclass
@@ -126,7 +131,7 @@ class ImportedStore:
         tasks = [files[len(files) * i // n:len(files) * (i + 1) // n] for i in range(n)]
         self.commitlog_tasks = n
         return _one_per_partition(self.spark, n).mapInArrow(
-            _commitlog_rows(tasks, source), PARSED_COMMITLOG_SCHEMA)
+            _commitlog_rows(tasks, source, arrow_schema(PARSED_COMMITLOG_SCHEMA)), PARSED_COMMITLOG_SCHEMA)
 
     def _parse_consumequeue(self, queues, source: str) -> DataFrame:
         if not queues:
@@ -140,7 +145,8 @@ class ImportedStore:
             g = loads.index(min(loads))
             groups[g].append((topic, queue_id, [(name, path, start) for name, path, start, _ in files]))
             loads[g] += sum(f[3] for f in files)
-        return _one_per_partition(self.spark, n).mapInArrow(_consumequeue_rows(groups, source), PARSED_CQ_SCHEMA)
+        return _one_per_partition(self.spark, n).mapInArrow(
+            _consumequeue_rows(groups, source, arrow_schema(PARSED_CQ_SCHEMA)), PARSED_CQ_SCHEMA)
 
     def _records(self) -> DataFrame:
         return self._parsed.filter(F.col("_kind") == "record")

@@ -28,9 +28,9 @@ from typing import List, Sequence
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from rocketfilter.store import delta_write
+from rocketfilter.delta import write as delta_write
 from rocketfilter.store import schema as S
-from rocketfilter.store.delta import ConcurrentCommitError
+from rocketfilter.delta.table import ConcurrentCommitError
 from rocketfilter.store.promoted import new_fields, with_promoted
 from rocketfilter.store.tables import StoreTables
 

@@ -25,12 +25,12 @@ from pyspark.sql.types import StructType
 from rocketfilter.message import properties_to_string_column, string_to_properties_column
 from rocketfilter.spark_progress import ProgressOption, progress_block
 from rocketfilter.store import schema as S
-from rocketfilter.store.delta_write import RESULT_DDL, delete_files
+from rocketfilter.delta.write import RESULT_DDL, delete_files
 from rocketfilter.store.dispatch import dispatch
 from rocketfilter.store.promote import promote_configured
 from rocketfilter.store.promoted import with_promoted
 from rocketfilter.store.put_input import INPUT_SCHEMA, PutMessageError, as_dict, conform, messages_from_list
-from rocketfilter.store.retry import retry_on_conflict
+from rocketfilter.delta.retry import retry_on_conflict
 from rocketfilter.store.state import CommitLogState
 from rocketfilter.store.tables import StoreTables
 from rocketfilter.store.topics import create_topic, topics
@@ -264,7 +264,7 @@ def _assign_and_write(plan: dict, table, prefix: str, row_group_rows: int):
     schema, uri, stats = table.arrow_schema, table.uri, list(table.stats_columns)
 
     def run(batches):
-        from rocketfilter.store.delta_write import write_partition
+        from rocketfilter.delta.write import write_partition
 
         def finished():
             for batch in assign(batches):

@@ -14,7 +14,7 @@ from typing import List, Optional
 from pyspark.sql import functions as F
 
 from rocketfilter.store import schema as S
-from rocketfilter.store.retry import retry_on_conflict
+from rocketfilter.delta.retry import retry_on_conflict
 from rocketfilter.store.state import ConsumeQueueState
 from rocketfilter.store.tables import StoreTables
 

@@ -14,9 +14,9 @@ from typing import Dict, List, Optional, Tuple
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from rocketfilter.store import footers
+from rocketfilter.delta import footers
 from rocketfilter.store import schema as S
-from rocketfilter.store.delta_write import filesystem_path
+from rocketfilter.delta.write import filesystem_path
 from rocketfilter.store.tables import StoreTables
 
 DEFAULT_LIMIT = 1000

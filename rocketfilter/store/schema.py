@@ -6,7 +6,6 @@ per-file min/max statistics of (topic, queue_id, queue_offset, commitlog_offset)
 """
 from __future__ import annotations
 
-import pyarrow as pa
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -18,6 +17,9 @@ from pyspark.sql.types import (
     StructField,
     StructType,
 )
+
+# Re-exported: the store's modules call S.arrow_schema.
+from rocketfilter.delta.schema import arrow_schema  # noqa: F401
 
 COMMITLOG = "commitlog"
 CONSUMEQUEUE = "consumequeue"
@@ -137,10 +139,3 @@ STATS_COLUMNS = {
     TOPICS: ("topic",),
     CONSUMER_GROUPS: ("group", "client_id", "topic"),
 }
-
-
-def arrow_schema(spark_schema: StructType) -> pa.Schema:
-    """The Arrow schema Spark's parquet writer produces for ``spark_schema``."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return to_arrow_schema(spark_schema)

@@ -22,11 +22,11 @@ from pyarrow import fs as pafs
 
 from rocketfilter.config import BrokerConfig, MessageStoreConfig
 from rocketfilter.store import schema as S
-from rocketfilter.store.delta import Table, TableMissingError
-from rocketfilter.store.delta_write import filesystem_path
+from rocketfilter.delta.table import Table, TableMissingError
+from rocketfilter.delta.write import filesystem_path
 from rocketfilter.store.filter_data import ConsumerFilterManager
 from rocketfilter.store.errors import StoreDamagedError, StoreNotFoundError
-from rocketfilter.store.retry import retry_on_conflict
+from rocketfilter.delta.retry import retry_on_conflict
 from rocketfilter.store.state import (COMMITLOG_KEY, CONSUMEQUEUE_KEY, CommitLogState,
                                       ConsumeQueueState)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rocketfilter.store.records import encode_blank, encode_cq_unit, encode_record
+from rocketfilter.broker_files.records import encode_blank, encode_cq_unit, encode_record
 from rocketfilter.tags import tags_code
 
 TOPIC, QUEUES = "Imported", 2

@@ -8,7 +8,7 @@ import pytest
 
 from rocketfilter.consumer import ConsumerGroup
 from rocketfilter.jobs import groups, import_store, maintenance, replay as replay_job
-from rocketfilter.pull.group_replay import replay_group
+from rocketfilter.groups.replay import replay_group
 from rocketfilter.pull.read_messages import read_messages
 from tests.connect.broker_files import TOPIC as IMPORTED, write_broker_store
 from tests.connect.conftest import TOPIC, both, copy_store, open_store, rows

@@ -260,10 +260,10 @@ def test_importing_the_package_loads_neither_pull_nor_the_store_and_hands_out_th
 
     code = ("import sys, rocketfilter.consumer as c; "
             "print(sorted(m for m in sys.modules if m.startswith(('rocketfilter.pull', 'rocketfilter.store')))); "
-            "f = c.replay_group; print(f.__module__, 'rocketfilter.pull.group_replay' in sys.modules)")
+            "f = c.replay_group; print(f.__module__, 'rocketfilter.groups.replay' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=Path(rocketfilter.consumer.__file__).parents[2])
-    assert done.stdout.splitlines() == ["[]", "rocketfilter.pull.group_replay True"], done.stderr
+    assert done.stdout.splitlines() == ["[]", "rocketfilter.groups.replay True"], done.stderr
     with pytest.raises(AttributeError, match="has no attribute 'nope'"):
         rocketfilter.consumer.nope   # noqa: B018
 

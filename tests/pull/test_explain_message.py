@@ -16,10 +16,10 @@ from pyspark.sql import functions as F
 from rocketfilter import explain_message
 from rocketfilter.config import BrokerConfig, MessageStoreConfig
 from rocketfilter.consumer import ConsumerGroup
-from rocketfilter.pull.group_outcomes import message_outcomes
-from rocketfilter.pull.group_plan import plan_group_pulls
-from rocketfilter.pull.group_replay import group_deliveries
-from rocketfilter.pull.message_trace import Verdict
+from rocketfilter.groups.outcomes import message_outcomes
+from rocketfilter.groups.plan import plan_group_pulls
+from rocketfilter.groups.replay import group_deliveries
+from rocketfilter.groups.message_trace import Verdict
 from rocketfilter.store import MessageStore
 from tests.pull.test_group_replay import BROKER, MIXED, SEED, TAGS, random_group
 

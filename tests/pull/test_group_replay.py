@@ -192,7 +192,7 @@ def test_sql92_is_refused_when_the_broker_does_not_filter_by_properties(spark, s
 def test_a_broker_registered_sql92_group_uses_its_filter_data(store, messages):
     from rocketfilter.pull.broker import Broker
     from rocketfilter.pull.client import PullConsumer
-    from rocketfilter.pull.group_plan import plan_group_pulls
+    from rocketfilter.groups.plan import plan_group_pulls
 
     broker = Broker(store)
     PullConsumer(broker, "GID_sql_live", "A").subscribe(MIXED, "a > 4", "SQL92")

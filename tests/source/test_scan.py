@@ -98,7 +98,7 @@ def test_empty_ranges_plan_no_task(source_store):
 
 
 def test_a_narrow_range_reads_only_the_row_groups_that_hold_it(source_store, source_rows):
-    from rocketfilter.store import footers
+    from rocketfilter.delta import footers
 
     options = _options(source_store, "*", "TAG")
     _, hi = queue_bounds(source_store, TOPIC)[0]

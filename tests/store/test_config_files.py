@@ -12,7 +12,7 @@ from rocketfilter.bloom import BloomFilter
 from rocketfilter.store import MessageStore
 from rocketfilter.store.config_files import (ConfigFileError, dumps_fastjson, export_broker_config,
                                              loads_fastjson, read_broker_config, subscription_groups)
-from rocketfilter.store.records import encode_cq_unit, encode_record
+from rocketfilter.broker_files.records import encode_cq_unit, encode_record
 from rocketfilter.tags import tags_code
 
 GROUP = "please_rename_unique_group_name_4"

@@ -1,4 +1,4 @@
-"""rocketfilter.store.delta: delta-rs owns the log, Spark/pyarrow the parquet files."""
+"""rocketfilter.delta.table: delta-rs owns the log, Spark/pyarrow the parquet files."""
 from __future__ import annotations
 
 import json
@@ -17,9 +17,9 @@ from deltalake import TableFeatures
 from deltalake.transaction import AddAction
 from pyspark.sql import functions as F
 
-from rocketfilter.store.delta import (ConcurrentCommitError, DeltaFeatureError, DeltaSchemaError,
+from rocketfilter.delta.table import (ConcurrentCommitError, DeltaFeatureError, DeltaSchemaError,
                                       FileStats, Table, delta_spark_available)
-from rocketfilter.store.delta_write import filesystem_path, string_upper_bound
+from rocketfilter.delta.write import filesystem_path, string_upper_bound
 from rocketfilter.store.schema import (COMMITLOG_SCHEMA, CONSUMER_OFFSETS_SCHEMA, STATS_COLUMNS,
                                        TOPICS_SCHEMA, arrow_schema)
 
@@ -215,7 +215,7 @@ def test_app_transaction_and_latest_metadata(tmp_path):
 WRITER = textwrap.dedent("""
     import json, os, sys, time
     import pyarrow as pa
-    from rocketfilter.store.delta import ConcurrentCommitError, Table
+    from rocketfilter.delta.table import ConcurrentCommitError, Table
     from rocketfilter.store.schema import TOPICS_SCHEMA, arrow_schema
     uri, me, other, n, lockstep, sync = sys.argv[1:]
     n, lockstep = int(n), int(lockstep)
@@ -397,7 +397,7 @@ def test_native_delta_read_matches(spark, tmp_path):
 
 
 def test_split_on_starts_a_new_file_per_key(spark, tmp_path):
-    from rocketfilter.store.delta import Table
+    from rocketfilter.delta.table import Table
     from rocketfilter.store.schema import CONSUMEQUEUE, SCHEMAS, STATS_COLUMNS
 
     table = Table.open(str(tmp_path / "cq"), SCHEMAS[CONSUMEQUEUE], stats_columns=STATS_COLUMNS[CONSUMEQUEUE])

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rocketfilter.store.importer import scan_store
-from rocketfilter.store.records import StoreFormatError
+from rocketfilter.broker_files.records import StoreFormatError
 from rocketfilter.store.schema import COMMITLOG_SCHEMA, CONSUMEQUEUE_SCHEMA
 from tests.store.test_records import expected_fields
 

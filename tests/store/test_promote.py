@@ -13,7 +13,7 @@ import rocketfilter
 from rocketfilter.config import MessageStoreConfig
 from rocketfilter.jobs.maintenance import promote_command
 from rocketfilter.store import MessageStore
-from rocketfilter.store.delta import DeltaSchemaError
+from rocketfilter.delta.table import DeltaSchemaError
 
 TOPIC = "Promo"
 

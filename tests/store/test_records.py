@@ -17,7 +17,7 @@ from rocketfilter.message import (
     record_size,
     uses_message_version_v2,
 )
-from rocketfilter.store.records import (
+from rocketfilter.broker_files.records import (
     Blank,
     FileEnd,
     StoreFormatError,

@@ -21,9 +21,9 @@ from pyspark.sql import DataFrame
 from rocketfilter.checks import check_max_msg_nums
 from rocketfilter.consumer.group import ConsumerGroup
 from rocketfilter.consumer.message_queue import MessageQueue
-from rocketfilter.pull.group_outcomes import LOST_REASONS, LOST_SCHEMA, lost_messages, message_outcomes, outcome_counts
-from rocketfilter.pull.group_plan import GroupPlan, plan_group_pulls, resolve_group
-from rocketfilter.pull.group_replay import REPLAY_COLUMNS, REPLAY_SCHEMA, group_deliveries
+from rocketfilter.groups.outcomes import LOST_REASONS, LOST_SCHEMA, lost_messages, message_outcomes, outcome_counts
+from rocketfilter.groups.plan import GroupPlan, plan_group_pulls, resolve_group
+from rocketfilter.groups.replay import REPLAY_COLUMNS, REPLAY_SCHEMA, group_deliveries
 from rocketfilter.store import schema as S
 from rocketfilter.tags import TAG, SubscriptionData, is_tag_type
 
@@ -111,7 +111,7 @@ class GroupDiagnosis:
         return out
 
     def __str__(self) -> str:
-        from rocketfilter.pull.group_report import render
+        from rocketfilter.groups.report import render
 
         return render(self)
 
@@ -130,7 +130,7 @@ def diagnose_group(store, group: Union[ConsumerGroup, str], topic: Optional[str]
     """Diagnose ``group`` (a ``ConsumerGroup`` or the name of one stored in ``store``) on ``topic``,
     or on every topic its consumers subscribe (``topic=None``), over each queue's whole range.
 
-    The pulls are those of :func:`rocketfilter.pull.group_replay.replay_group`, ``max_msg_nums``
+    The pulls are those of :func:`rocketfilter.groups.replay.replay_group`, ``max_msg_nums``
     per pull. ``str(diagnosis)`` is the report a person reads.
     """
     check_max_msg_nums(max_msg_nums)

@@ -2,8 +2,8 @@
 to skip the files a ``where`` cannot match.
 
 A ``where`` is a sequence of ``(column, op, value)`` terms, all of which must hold. Spark tasks
-import this module through :mod:`.delta_write`, so it imports neither deltalake nor pyspark at
-module level. :class:`TableFiles` gives :class:`rocketfilter.store.delta.Table` its ``files``.
+import this module through :mod:`.write`, so it imports neither deltalake nor pyspark at
+module level. :class:`TableFiles` gives :class:`rocketfilter.delta.table.Table` its ``files``.
 
 >>> string_upper_bound("abc", 2)
 'ac'
@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyarrow import fs as pafs
+
+from rocketfilter.delta.paths import filesystem_path
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -182,7 +184,7 @@ def _may_match(f: FileStats, column: str, op: str, value: Any) -> bool:
 
 
 class TableFiles:
-    """The file listing of :class:`rocketfilter.store.delta.Table`, which provides the attributes
+    """The file listing of :class:`rocketfilter.delta.table.Table`, which provides the attributes
     below and ``version``."""
 
     uri: str
@@ -224,8 +226,6 @@ class TableFiles:
         files = self.files() if files is None else files
         if not files:
             return []
-        from rocketfilter.store.delta_write import filesystem_path  # it imports this module
-
         fs, root = filesystem_path(self.uri)
         try:
             listed = fs.get_file_info(pafs.FileSelector(root, recursive=True))

@@ -2,7 +2,7 @@
 
 Tables stay standard Delta (protocol 1,2, no features, no partition columns), so Databricks and
 delta-spark read them as they are. Spark reads a snapshot as an explicit list of files pruned on
-per-file min/max statistics; executors write data files with pyarrow (:mod:`.delta_write`) and the
+per-file min/max statistics; executors write data files with pyarrow (:mod:`.write`) and the
 driver commits their descriptions in one delta-rs transaction.
 
 >>> t = Table.open("/tmp/store/topics", TOPICS_SCHEMA, stats_columns=["topic"])  # doctest: +SKIP
@@ -27,53 +27,28 @@ from pyarrow import fs as pafs
 from pyspark.sql import DataFrame, functions as F
 from pyspark.sql.types import StructField, StructType
 
-from rocketfilter.spark_mode import is_connect
-from rocketfilter.store import delta_write
-# DeltaSchemaError is re-exported: code imports it from this module.
-from rocketfilter.store.delta_schema import (DeltaSchemaError, ExtraColumns,  # noqa: F401
-                                             add_columns_at, check_schema)
+from rocketfilter.delta import write as delta_write
+# The errors are re-exported: code imports them from this module.
+from rocketfilter.delta.errors import (COMMIT_ID_KEY, OPERATION_KEY, ConcurrentCommitError,  # noqa: F401
+                                       DeltaFeatureError, TableMissingError)
+from rocketfilter.delta.schema import (DeltaSchemaError, ExtraColumns,  # noqa: F401
+                                       add_columns_at, arrow_schema, check_schema)
 # Also re-exported: code imports FileStats, _where_column and _file_uri from this module.
-from rocketfilter.store.delta_stats import (FileStats, TableFiles, _check_where, _file_uri,
-                                            _where_column)
-from rocketfilter.store.schema import arrow_schema
+from rocketfilter.delta.stats import (FileStats, TableFiles, _check_where, _file_uri,
+                                      _where_column)
 
 # Reader features a plain parquet scan of the snapshot's files still reads correctly.
 _SAFE_READER_FEATURES = frozenset({"timestampNtz", "vacuumProtocolCheck", "v2Checkpoint"})
-COMMIT_ID_KEY = "rocketfilter.commitId"      # finds our own commit after delta-rs retried it
-OPERATION_KEY = "rocketfilter.operation"     # delta-rs always logs operation WRITE
 STATS_PROPERTY = "delta.dataSkippingStatsColumns"
 MAX_COMMIT_ATTEMPTS = 20
 
 
-class DeltaFeatureError(RuntimeError):
-    """The table uses a Delta feature rocketfilter would read or write wrong."""
-
-    def __init__(self, uri: str, feature: str, detail: str = ""):
-        self.uri, self.feature = uri, feature
-        super().__init__(f"Delta table {uri} uses {feature}{detail}, which rocketfilter's raw "
-                         "parquet access would get wrong; use the delta-spark connector for it")
-
-
-class ConcurrentCommitError(RuntimeError):
-    """Another commit landed after ``expected_version``: re-read the table and redo the work."""
-
-    def __init__(self, uri: str, expected_version: int, actual_version: int, why: str = "",
-                 gone: frozenset = frozenset()):
-        self.uri, self.expected_version, self.actual_version = uri, expected_version, actual_version
-        self.gone = gone  # paths to remove that another commit removed first
-        super().__init__(f"Delta table {uri}: expected version {expected_version}, but the table "
-                         f"is at version {actual_version}{': ' + why if why else ''}")
-
-
-class TableMissingError(FileNotFoundError):
-    """The table's ``_delta_log`` is gone (the directory was deleted under an open table)."""
-
-    def __init__(self, uri: str):
-        self.uri = uri
-        super().__init__(f"Delta table {uri} is gone: its _delta_log directory no longer exists")
-
-
 _NATIVE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _is_connect(spark) -> bool:
+    # rocketfilter.spark_mode.is_connect's test, repeated: this package imports nothing of rocketfilter
+    return any(cls.__module__.startswith("pyspark.sql.connect") for cls in type(spark).__mro__)
 
 
 def delta_spark_available(spark) -> bool:
@@ -82,7 +57,7 @@ def delta_spark_available(spark) -> bool:
     >>> delta_spark_available(spark)   # doctest: +SKIP
     False
     """
-    if is_connect(spark):
+    if _is_connect(spark):
         return False  # no JVM on this side of a Spark Connect session
     try:
         return _NATIVE[spark]
@@ -127,8 +102,8 @@ class Table(delta_write.TableWriter, TableFiles):
 
     Everything answers for the loaded snapshot; :meth:`refresh` moves it to the latest version.
     The data-writing methods (``write``, ``write_arrow``, ``rewrite``) come from
-    :class:`~rocketfilter.store.delta_write.TableWriter`, ``files`` (pruned on the file stats)
-    from :class:`~rocketfilter.store.delta_stats.TableFiles`.
+    :class:`~rocketfilter.delta.write.TableWriter`, ``files`` (pruned on the file stats)
+    from :class:`~rocketfilter.delta.stats.TableFiles`.
     """
 
     def __init__(self, uri: str, schema: StructType, dt: DeltaTable, stats_columns: Sequence[str],

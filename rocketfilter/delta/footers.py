@@ -14,7 +14,7 @@ from typing import Optional, Sequence
 
 import pyarrow.parquet as pq
 
-from rocketfilter.store.delta_write import filesystem_path
+from rocketfilter.delta.write import filesystem_path
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ import logging
 import random
 import time
 
-from rocketfilter.store.delta import ConcurrentCommitError
+from rocketfilter.delta.errors import ConcurrentCommitError
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Finding one message in a store for :func:`~rocketfilter.pull.explain_message.explain_message`:
+"""Finding one message in a store for :func:`~rocketfilter.groups.explain_message.explain_message`:
 by its offset message id (or client ``UNIQ_KEY``), by a key, or by (topic, queue, offset); and
 telling a message that never existed from one that retention removed.
 
@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from rocketfilter.checks import _is_int, check_queue_id
 from rocketfilter.message import decode_offset_msg_id
 from rocketfilter.store import schema as S
-from rocketfilter.store.delta_write import filesystem_path
+from rocketfilter.delta.write import filesystem_path
 
 FOUND, EXPIRED, NOT_FOUND = "FOUND", "EXPIRED", "NOT_FOUND"
 KEY_SEPARATOR = " "          # MessageConst.KEY_SEPARATOR: KEYS holds several keys

@@ -3,8 +3,8 @@ batches (``mapInArrow`` functions), one record or unit at a time, reading throug
 so object-store URIs work. Damage becomes rows (``_kind`` 'error'), never exceptions, so a parse
 task never fails.
 
-Split out of :mod:`.importer` (the driver: listing, task packing, validation), which
-imports these names and so still exposes them.
+No Spark here: :mod:`rocketfilter.store.importer` (the driver: listing, task packing, validation)
+owns the Spark schemas of the parsed rows and hands their Arrow form to these functions.
 """
 from __future__ import annotations
 
@@ -12,23 +12,12 @@ import os
 from typing import Dict, Iterator, List, Tuple
 
 import pyarrow as pa
-from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from rocketfilter.store.records import StoreFormatError
-from rocketfilter.store.schema import COMMITLOG_SCHEMA, CONSUMEQUEUE_SCHEMA, arrow_schema
+from rocketfilter.broker_files.records import StoreFormatError
 
 _BATCH_ROWS = 1024
 _BATCH_BODY_BYTES = 16 << 20
 _READ_BUFFER = 4 << 20
-
-_INTERNAL = [StructField("_tags_code", LongType()), StructField("_kind", StringType(), False),
-             StructField("_file", StringType(), False), StructField("_file_position", LongType(), False),
-             StructField("_reason", StringType())]
-# Parsed commit-log rows: records, plus 'blank', 'error' and one 'file' summary row per file.
-# Non-record rows fill the non-null columns with placeholders so the schema stays truthful.
-PARSED_COMMITLOG_SCHEMA = StructType(list(COMMITLOG_SCHEMA.fields) + _INTERNAL)
-PARSED_CQ_SCHEMA = StructType([f for f in CONSUMEQUEUE_SCHEMA.fields if f.name in (
-    "topic", "queue_id", "queue_offset", "commitlog_offset", "size", "tags_code")] + _INTERNAL[1:])
 
 
 def _filesystem(path: str):
@@ -41,13 +30,13 @@ def _filesystem(path: str):
     return pafs.LocalFileSystem(), os.path.abspath(path)
 
 
-def _commitlog_rows(tasks: List[List[Tuple[str, str, int, int]]], source: str):
-    """The mapInArrow function parsing the commit-log files of ``tasks[id]`` for each input id."""
-    schema = arrow_schema(PARSED_COMMITLOG_SCHEMA)
-    columns = [f.name for f in PARSED_COMMITLOG_SCHEMA.fields]
+def _commitlog_rows(tasks: List[List[Tuple[str, str, int, int]]], source: str, schema: pa.Schema):
+    """The mapInArrow function parsing the commit-log files of ``tasks[id]`` for each input id,
+    into batches of ``schema`` (the importer's parsed commit-log rows)."""
+    columns = list(schema.names)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from rocketfilter.store.records import Blank, FileEnd, scan_commitlog
+        from rocketfilter.broker_files.records import Blank, FileEnd, scan_commitlog
 
         filesystem, _ = _filesystem(source)
         rows: Dict[str, list] = {c: [] for c in columns}
@@ -92,13 +81,14 @@ def _commitlog_rows(tasks: List[List[Tuple[str, str, int, int]]], source: str):
     return run
 
 
-def _consumequeue_rows(groups: List[List[Tuple[str, int, List[Tuple[str, str, int]]]]], source: str):
-    """The mapInArrow function parsing the queues of ``groups[id]``: (topic, queue id, files)."""
-    schema = arrow_schema(PARSED_CQ_SCHEMA)
-    columns = [f.name for f in PARSED_CQ_SCHEMA.fields]
+def _consumequeue_rows(groups: List[List[Tuple[str, int, List[Tuple[str, str, int]]]]], source: str,
+                       schema: pa.Schema):
+    """The mapInArrow function parsing the queues of ``groups[id]`` (topic, queue id, files) into
+    batches of ``schema`` (the importer's parsed consume-queue rows)."""
+    columns = list(schema.names)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from rocketfilter.store.records import CQ_UNIT_SIZE, iter_consumequeue_file
+        from rocketfilter.broker_files.records import CQ_UNIT_SIZE, iter_consumequeue_file
 
         filesystem, _ = _filesystem(source)
         for batch in batches:

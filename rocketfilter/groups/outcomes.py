@@ -35,8 +35,8 @@ from typing import Dict, Optional
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from rocketfilter.pull.group_plan import GroupPlan
-from rocketfilter.pull.group_replay import filter_deliveries, flagged_entries, pulling_queues
+from rocketfilter.groups.plan import GroupPlan
+from rocketfilter.groups.replay import filter_deliveries, flagged_entries, pulling_queues
 from rocketfilter.selector import parse
 from rocketfilter.tags import SubscriptionData, is_tag_type, tag_code_predicate, tag_exact_predicate
 

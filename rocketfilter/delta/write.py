@@ -1,4 +1,4 @@
-"""The writing half of :mod:`rocketfilter.store.delta`: parquet data files and their Delta stats.
+"""The writing half of :mod:`rocketfilter.delta.table`: parquet data files and their Delta stats.
 
 The file writing runs inside Spark tasks (``mapInArrow``) as well as on the driver, so this module
 imports neither deltalake nor pyspark. A task writes its rows straight into the table directory
@@ -19,14 +19,16 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 # The stats names lived here before delta_stats: re-exported (see __all__) for their importers.
-from rocketfilter.store.delta_stats import (STRING_PREFIX, StatsAccumulator, delta_stats_json,
+# filesystem_path is re-exported: code imports it from this module.
+from rocketfilter.delta.paths import filesystem_path  # noqa: F401
+from rocketfilter.delta.stats import (STRING_PREFIX, StatsAccumulator, delta_stats_json,
                                             string_upper_bound)
 
 __all__ = [
     "RESULT_SCHEMA", "RESULT_DDL", "COMPRESSION", "filesystem_path", "conform_batch",
     "ParquetFileSequence", "write_batches", "write_dataframe", "delete_files",
     "SAFE_WRITER_FEATURES", "write_problem", "write_partition", "TableWriter",
-    # rocketfilter.store.delta_stats
+    # rocketfilter.delta.stats
     "STRING_PREFIX", "StatsAccumulator", "delta_stats_json", "string_upper_bound",
 ]
 
@@ -43,20 +45,6 @@ RESULT_DDL = ("path string, size long, num_records long, modification_time long,
               "split_key string")
 
 COMPRESSION = "zstd"
-
-
-def filesystem_path(uri: str) -> Tuple[pafs.FileSystem, str]:
-    """The pyarrow filesystem and path for a table or file URI, including ``file://`` ones that
-    Spark spells unencoded (``pafs.FileSystem.from_uri`` rejects a space in them).
-
-    >>> filesystem_path("file:///tmp/a b/part-0.parquet")[1]
-    '/tmp/a b/part-0.parquet'
-    """
-    if uri.startswith("file://"):
-        return pafs.LocalFileSystem(), uri[len("file://"):]
-    if "://" not in uri:
-        return pafs.LocalFileSystem(), uri
-    return pafs.FileSystem.from_uri(uri)
 
 
 def conform_batch(batch: pa.RecordBatch, schema: pa.Schema, where: str) -> pa.RecordBatch:
@@ -279,7 +267,7 @@ def write_partition(batches: Iterator[pa.RecordBatch], *, root_uri: str, schema:
 
 
 class TableWriter:
-    """The data-writing methods of :class:`rocketfilter.store.delta.Table`, which provides the
+    """The data-writing methods of :class:`rocketfilter.delta.table.Table`, which provides the
     attributes below and ``read``, ``commit``, ``version``, ``_check_writable``. New data files
     are not part of the table until committed; ``rewrite`` commits its own.
     """

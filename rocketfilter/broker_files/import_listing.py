@@ -15,7 +15,7 @@ from typing import Dict, List, Sequence, Tuple
 
 from pyarrow import fs as pafs
 
-from rocketfilter.store.records import StoreFormatError
+from rocketfilter.broker_files.records import StoreFormatError
 
 FILE_NAME = re.compile(r"^[0-9]{20}$")
 CQ_UNIT = 20

@@ -1,8 +1,8 @@
-"""What :func:`~rocketfilter.pull.explain_message.explain_message` answers: a
+"""What :func:`~rocketfilter.groups.explain_message.explain_message` answers: a
 :class:`MessageTrace`, the ordered steps one message goes through for one consumer group, and
 its :class:`Verdict`.
 
-Each lost reason of ``diagnose_group`` (:data:`rocketfilter.pull.group_outcomes.LOST_REASONS`)
+Each lost reason of ``diagnose_group`` (:data:`rocketfilter.groups.outcomes.LOST_REASONS`)
 has one verdict, so a trace and a diagnosis say the same thing in two vocabularies:
 
 ==================================  =============================================================

@@ -16,13 +16,23 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
+import pyarrow as pa
 from pyspark.sql.types import ArrayType, DataType, LongType, MapType, StructField, StructType  # noqa: F401
+
+from rocketfilter.delta.errors import COMMIT_ID_KEY, OPERATION_KEY, ConcurrentCommitError
 
 ExtraColumns = Optional[Callable[[StructField], bool]]
 
 
 class DeltaSchemaError(ValueError):
     """The table's schema is not the one the caller expects."""
+
+
+def arrow_schema(spark_schema: StructType) -> pa.Schema:
+    """The Arrow schema Spark's parquet writer produces for ``spark_schema``."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(spark_schema)
 
 
 def _shape(dtype: DataType) -> Any:
@@ -67,7 +77,7 @@ def delta_fields(fields: Sequence[StructField]) -> list:
 
 def add_columns_at(table, fields: Sequence[StructField], expected_version: int,
                    operation: str) -> int:
-    """Add nullable ``fields`` to ``table`` (a :class:`~rocketfilter.store.delta.Table`, whose
+    """Add nullable ``fields`` to ``table`` (a :class:`~rocketfilter.delta.table.Table`, whose
     ``extra`` must accept them) in a metadata-only commit on exactly ``expected_version`` (no
     retry); ConcurrentCommitError when another commit landed first. Files written before read
     the new columns as null. Returns the new version.
@@ -78,8 +88,6 @@ def add_columns_at(table, fields: Sequence[StructField], expected_version: int,
 
     from deltalake import CommitProperties
     from deltalake.exceptions import CommitFailedError
-
-    from rocketfilter.store.delta import COMMIT_ID_KEY, OPERATION_KEY, ConcurrentCommitError
 
     table._check_writable()
     check_schema(StructType(table.schema.fields + list(fields)), table.base_schema, table.extra, table.uri)

@@ -37,14 +37,14 @@ from rocketfilter.message import (
     string_to_properties,
 )
 # The stored body's CRC and compression live in .body_codec; re-exported here (see __all__).
-from rocketfilter.store.body_codec import body_crc, compress_body, compression_type, decompress_body
+from rocketfilter.broker_files.body_codec import body_crc, compress_body, compression_type, decompress_body
 from rocketfilter.tags import tags_code as _tags_code
 
 __all__ = [
     "CQ_UNIT_SIZE", "MIN_RECORD_SIZE", "PRE_BLANK_SIZE", "CQ_EXT_MAX_ADDR", "Record", "StoreFormatError",
     "Blank", "FileEnd", "decode_record", "scan_commitlog", "iter_commitlog_file", "encode_record",
     "encode_blank", "iter_consumequeue_file", "encode_cq_unit", "check_cq_unit",
-    # rocketfilter.store.body_codec
+    # rocketfilter.broker_files.body_codec
     "body_crc", "compression_type", "compress_body", "decompress_body",
 ]
 

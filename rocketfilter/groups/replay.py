@@ -28,7 +28,7 @@ from rocketfilter.checks import check_max_msg_nums
 from rocketfilter.consumer.group import ConsumerGroup
 from rocketfilter.pull.batch import pull_sequence
 from rocketfilter.pull.get_message import pull_limits
-from rocketfilter.pull.group_plan import GroupPlan, OffsetSpec, plan_group_pulls, resolve_group
+from rocketfilter.groups.plan import GroupPlan, OffsetSpec, plan_group_pulls, resolve_group
 from rocketfilter.pull.scan import is_sql_filter
 from rocketfilter.store import schema as S
 from rocketfilter.tags import tag_exact_predicate

@@ -1,7 +1,7 @@
 """``explain_message``: why one message was, or was not, consumed by a consumer group, step by step.
 
-The path is the one :func:`~rocketfilter.pull.group_replay.replay_group` and
-:func:`~rocketfilter.pull.group_diagnosis.diagnose_group` follow for every message at once, here
+The path is the one :func:`~rocketfilter.groups.replay.replay_group` and
+:func:`~rocketfilter.groups.diagnosis.diagnose_group` follow for every message at once, here
 for one message and told in order:
 
 1. where it is (:mod:`.message_locate`), or that it expired or never existed;
@@ -41,10 +41,10 @@ from rocketfilter.consumer.group import ConsumerGroup
 from rocketfilter.pull.batch import pull_sequence_arrays
 from rocketfilter.pull.filter import CqExtUnit, ExpressionForRetryMessageFilter
 from rocketfilter.pull.get_message import pull_limits
-from rocketfilter.pull.group_outcomes import LOST_REASONS
-from rocketfilter.pull.group_plan import ConsumerPulls, GroupPlan, plan_group_pulls, resolve_group
-from rocketfilter.pull.message_locate import FOUND, LocatedMessage, locate_message
-from rocketfilter.pull.message_trace import MessageTrace, TraceStep, Verdict
+from rocketfilter.groups.outcomes import LOST_REASONS
+from rocketfilter.groups.plan import ConsumerPulls, GroupPlan, plan_group_pulls, resolve_group
+from rocketfilter.groups.message_locate import FOUND, LocatedMessage, locate_message
+from rocketfilter.groups.message_trace import MessageTrace, TraceStep, Verdict
 from rocketfilter.pull.scan import read_window, small_query_conf
 from rocketfilter.selector import parse
 from rocketfilter.store import schema as S
@@ -300,7 +300,7 @@ def explain_message(store, group: Union[ConsumerGroup, str], *, msg_id: Optional
     an optional ``topic``), or ``topic``, ``queue_id`` and ``queue_offset``. ``client_id``
     traces that consumer; ``max_msg_nums`` is the pulls' batch size, as ``replay_group``'s.
 
-    Returns a :class:`~rocketfilter.pull.message_trace.MessageTrace`: ``verdict``,
+    Returns a :class:`~rocketfilter.groups.message_trace.MessageTrace`: ``verdict``,
     ``client_id``, ``reason`` (``diagnose_group``'s), the ``steps``; ``str(trace)`` explains.
     ValueError for bad arguments, an unknown group, topic, queue or consumer.
     """
