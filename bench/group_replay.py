@@ -52,7 +52,7 @@ def separate_run(store, consumer_queues, sub, max_msg_nums):
     from rocketfilter.pull.batch import pull_sequence
     from rocketfilter.pull.filter import ExpressionMessageFilter
     from rocketfilter.pull.get_message import pull_limits
-    from rocketfilter.tags import tag_exact_predicate
+    from rocketfilter.tag_columns import tag_exact_predicate
 
     spark, f = store.spark, ExpressionMessageFilter(sub)
     state = store.consumequeue_state().queues[TOPIC]

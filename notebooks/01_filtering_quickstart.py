@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 
 from rocketfilter.bloom import BloomFilter, bitmap_hit_column
 from rocketfilter.functions import sql92, tag_exact_filter, tag_filter
-from rocketfilter.message import normalize_properties_column
+from rocketfilter.message_columns import normalize_properties_column
 from rocketfilter.selector import parse
 from rocketfilter.session import get_spark
 from rocketfilter.tags import build_subscription, tags_code

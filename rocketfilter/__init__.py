@@ -1,6 +1,8 @@
 """rocketfilter: Apache RocketMQ's message filtering on Spark and Delta (see README.md).
 
 Importing the package imports nothing heavy (no Spark); the functions below load on first use.
+This facade sits above every layer (docs/architecture.md): it also binds the lower layers to the
+higher ones they call late, through :mod:`rocketfilter.hooks`.
 ``register``, ``read`` and ``read_stream`` are the ``rocketmq`` data source's
 (:mod:`rocketfilter.source`, docs/source.md).
 """
@@ -14,6 +16,8 @@ _LAZY = {"read_messages": "rocketfilter.pull.read_messages",
          "read_stream": "rocketfilter.source"}
 __all__ = sorted(_LAZY)
 
+from rocketfilter.hooks import on_new_session, provide_get_message  # noqa: E402  (light: no Spark)
+
 
 def __getattr__(name: str):
     if name in _LAZY:
@@ -21,3 +25,21 @@ def __getattr__(name: str):
 
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _register_source(spark) -> None:
+    """Make ``format("rocketmq")`` known to a session ``get_spark`` returns."""
+    from rocketfilter.source import register as register_source
+
+    register_source(spark)
+
+
+def _get_message(store, group, topic, queue_id, offset, max_msg_nums=32, message_filter=None):
+    """``MessageStore.get_message``'s pull: :func:`rocketfilter.pull.get_message.get_message`."""
+    from rocketfilter.pull.get_message import get_message
+
+    return get_message(store, group, topic, queue_id, offset, max_msg_nums, message_filter)
+
+
+on_new_session(_register_source)
+provide_get_message(_get_message)

@@ -9,7 +9,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rocketfilter.functions import sql92, tag_exact_filter, tag_filter
-from rocketfilter.message import normalize_properties_column
+from rocketfilter.message_columns import normalize_properties_column
 from rocketfilter.tags import tags_code
 from rocketfilter.text_table import format_table
 

@@ -11,7 +11,8 @@ from typing import Optional, Union
 
 from pyspark.sql import Column
 
-from rocketfilter.tags import build_subscription, tag_code_predicate, tag_exact_predicate
+from rocketfilter.tags import build_subscription
+from rocketfilter.tag_columns import tag_code_predicate, tag_exact_predicate
 
 ColumnOrName = Union[Column, str]
 

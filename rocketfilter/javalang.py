@@ -26,10 +26,17 @@ class NumberFormatError(ValueError):
     """Java's NumberFormatException from one of the valueOf parsers."""
 
 
+class SelectorEvaluationError(RuntimeError):
+    """Java's evaluation threw (NumberFormatException, illegal string comparison, ClassCastException).
+
+    The broker treats it as "not matched"; the whole selector is aborted.
+    """
+
+    # Defined here, where Java's rules throw it, below the selector package that hands it out.
+    __module__ = "rocketfilter.selector.errors"
+
+
 def _evaluation_error(message: str) -> Exception:
-    # Imported late: rocketfilter.selector's package import pulls in the parser, which may in
-    # turn use this module, so a top-level import could be circular.
-    from rocketfilter.selector.errors import SelectorEvaluationError
     return SelectorEvaluationError(message)
 
 

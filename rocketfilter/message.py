@@ -1,4 +1,5 @@
-"""The message properties string (SEMANTICS §9.1) both ways, in Python and as a Spark Column.
+"""The message properties string (SEMANTICS §9.1) both ways, in Python (as Spark Columns:
+:mod:`rocketfilter.message_columns`), and the commit-log record helpers.
 
 The broker never sees a producer's property map directly: the map is serialised, stored as UTF-8
 and parsed back. :func:`normalize_properties` reproduces that trip, which is what a selector
@@ -8,13 +9,8 @@ from __future__ import annotations
 
 from typing import Dict, Mapping, Optional, Union
 
-from pyspark.sql import Column
-from pyspark.sql import functions as F
-
 NAME_VALUE_SEPARATOR = "\u0001"
 PROPERTY_SEPARATOR = "\u0002"
-
-ColumnOrName = Union[Column, str]
 
 
 def java_utf8_bytes(s: str) -> bytes:
@@ -76,66 +72,6 @@ def normalize_properties(mapping: Optional[Mapping[Optional[str], Optional[str]]
     """
     wire = java_utf8_bytes(properties_to_string(mapping)).decode("utf-8")
     return string_to_properties(wire)
-
-
-def _column(col: ColumnOrName) -> Column:
-    return F.col(col) if isinstance(col, str) else col
-
-
-def properties_to_string_column(col: ColumnOrName) -> Column:
-    """:func:`properties_to_string` on a ``map<string,string>`` Column (entry order kept)."""
-    entries = F.filter(F.map_entries(_column(col)), lambda e: e["value"].isNotNull())
-    return F.array_join(
-        F.transform(
-            entries,
-            lambda e: F.concat(e["key"], F.lit(NAME_VALUE_SEPARATOR), e["value"], F.lit(PROPERTY_SEPARATOR)),
-        ),
-        "",
-    )
-
-
-def string_to_properties_column(col: ColumnOrName) -> Column:
-    """:func:`string_to_properties` on a string Column, giving ``map<string,string>``.
-
-    Each ``U+0002``-separated segment yields an entry when its first ``U+0001`` leaves a
-    non-empty key and a non-empty value; later duplicate keys win, as ``HashMap.put`` does.
-    A null string gives null.
-    """
-    # The separator has no regex meaning; limit -1 keeps empty pieces.
-    segments = F.split(_column(col), PROPERTY_SEPARATOR, -1)
-    parsed = F.transform(
-        segments,
-        lambda seg: F.struct(
-            F.instr(seg, NAME_VALUE_SEPARATOR).alias("kv"),  # 1-based, 0 when absent
-            seg.alias("seg"),
-        ),
-    )
-    # kv > 1: non-empty key; kv < length: non-empty value.
-    kept = F.filter(parsed, lambda p: (p["kv"] > 1) & (p["kv"] < F.length(p["seg"])))
-    pairs = F.transform(
-        kept,
-        lambda p: F.struct(
-            p["seg"].substr(F.lit(1), p["kv"] - 1).alias("key"),
-            p["seg"].substr(p["kv"] + 1, F.length(p["seg"])).alias("value"),
-        ),
-    )
-    # Keep only each key's last occurrence so map_from_entries never sees a duplicate.
-    keys = F.transform(pairs, lambda p: p["key"])
-    last = F.filter(
-        pairs,
-        lambda p, i: F.size(keys) - F.array_position(F.reverse(keys), p["key"]) == i,
-    )
-    return F.map_from_entries(last)
-
-
-def normalize_properties_column(col: ColumnOrName) -> Column:
-    """:func:`normalize_properties` on a ``map<string,string>`` Column, with built-in functions
-    only. A null map stays null. (Spark strings hold no lone surrogates, so the UTF-8 step of
-    the Python version has nothing to do here.)
-
-    >>> df.withColumn("properties", normalize_properties_column("properties"))  # doctest: +SKIP
-    """
-    return string_to_properties_column(properties_to_string_column(col))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,3 +219,17 @@ def decode_offset_msg_id(msg_id: str) -> tuple:
     ip_len = len(raw) - 12
     port, offset = _struct.unpack(">iq", raw[ip_len:])
     return format_host(raw[:ip_len], port), offset
+
+
+# The Column versions' old import path: they live in rocketfilter.message_columns (this module stays
+# free of Spark, so a broker's files parse without it), handed out here on first use.
+_COLUMNS = ("properties_to_string_column", "string_to_properties_column",
+            "normalize_properties_column")
+
+
+def __getattr__(name: str):
+    if name in _COLUMNS:
+        import importlib
+
+        return getattr(importlib.import_module("rocketfilter.message_columns"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

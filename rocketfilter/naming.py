@@ -9,6 +9,7 @@ from __future__ import annotations
 TOPIC_MAX_LENGTH = 127
 GROUP_MAX_LENGTH = 120
 RETRY_OR_DLQ_TOPIC_MAX_LENGTH = 255
+MAX_QUEUE_NUMS = 1024   # the most queues a topic of a store can have (read and write)
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"

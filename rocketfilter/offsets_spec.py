@@ -11,8 +11,8 @@ A spec is one of:
   earliest offset, -1 its latest (the Kafka source's convention). Queues the JSON leaves out
   start at earliest and end at latest (the Kafka source would ask for every partition).
 
-:func:`resolve_offsets` turns a spec into ``{queue_id: offset}`` for one topic of a store, for a
-start or for an end; :func:`queue_offsets` also passes a plain ``{queue_id: offset}`` dict
+:func:`resolve_offsets` turns a spec into ``{queue_id: offset}`` for one topic of a store (a
+:class:`rocketfilter.store.MessageStore`, asked through its methods), for a start or for an end; :func:`queue_offsets` also passes a plain ``{queue_id: offset}`` dict
 through unchanged, which is what ``pull_sequence`` takes.
 
 >>> parse_offsets('{"TopicA": {"0": 23, "1": -2}}')
@@ -28,7 +28,6 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Dict, Mapping, Optional, Set
 
 from rocketfilter.checks import LONG_MAX, _is_int
-from rocketfilter.store.offsets_by_time import get_offset_in_queue_by_time
 
 EARLIEST = -2
 LATEST = -1
@@ -142,7 +141,7 @@ def resolve_offsets(store, topic: str, spec: Any, *, end: bool = False,
     if parsed.kind == "latest":
         return {q: hi for q, (_, hi) in bounds.items()}
     if parsed.kind == "timestamp":
-        return {q: get_offset_in_queue_by_time(store, topic, q, parsed.timestamp_ms, "LOWER") for q in sorted(queues)}
+        return {q: store.get_offset_in_queue_by_time(topic, q, parsed.timestamp_ms, "LOWER") for q in sorted(queues)}
     unknown = sorted(set(parsed.offsets) - known)
     if unknown:
         raise ValueError(f"{what}: topic {unknown[0]!r} in the offsets does not exist in store {store.uri} "

@@ -20,6 +20,7 @@ from typing import Any, Dict, Optional
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
+from rocketfilter.hooks import run_session_hooks
 from rocketfilter.spark_logs import LOG4J2_PROPERTIES, log4j2_java_option, names_log_config, quiet_spark_logs
 from rocketfilter.spark_mode import is_connect
 
@@ -256,13 +257,9 @@ def get_spark(
 
 
 def _with_source(spark):
-    """``spark`` with the ``rocketmq`` data source registered (once per session). A session
-    that cannot take it (a Connect server without Python data sources) is still returned, with
-    a warning: only ``format("rocketmq")`` is then missing."""
-    try:
-        from rocketfilter.source import register
-
-        register(spark)
-    except Exception as error:  # noqa: BLE001 - the session itself is fine
-        log.warning("could not register the rocketmq data source with this session: %s", error)
+    """``spark`` with the ``rocketmq`` data source registered (once per session), by the hook
+    the package registers (:mod:`rocketfilter.hooks`). A session that cannot take it (a Connect
+    server without Python data sources) is still returned, with a warning: only
+    ``format("rocketmq")`` is then missing."""
+    run_session_hooks(spark)
     return spark

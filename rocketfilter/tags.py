@@ -1,17 +1,12 @@
 """TAG filtering (SEMANTICS §2): tag codes, SubscriptionData, the broker's consume-queue check and
-the client's re-check, in Python and as Spark Columns.
-
-The Column predicates are built from literals and column references only (no Python UDF, no SQL
-text), so user tag strings can never change the query's shape.
+the client's re-check, in Python. The same checks as Spark Columns are in
+:mod:`rocketfilter.tag_columns`.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, List, Optional, Union
-
-from pyspark.sql import Column
-from pyspark.sql import functions as F
+from typing import List, Optional
 
 from rocketfilter.javalang import string_hash_code
 
@@ -19,8 +14,6 @@ SUB_ALL = "*"
 TAG = "TAG"
 SQL92 = "SQL92"
 _TAG_SEPARATOR = "||"
-
-ColumnOrName = Union[Column, str]
 
 
 def java_hash(s: str) -> int:
@@ -150,55 +143,14 @@ def delivered(sub: Optional[SubscriptionData], tags: Optional[str]) -> bool:
     return is_matched_by_consume_queue(sub, tags_code(tags)) and client_accepts(sub, tags)
 
 
-def _column(col: ColumnOrName) -> Column:
-    return F.col(col) if isinstance(col, str) else col
+# The Column versions' old import path: they live in rocketfilter.tag_columns (this module stays
+# free of Spark, so a broker's files parse without it), handed out here on first use.
+_COLUMNS = ("tag_code_predicate", "tag_exact_predicate", "tags_code_column")
 
 
-def _low_int_column(col: Column) -> Column:
-    # Bit arithmetic rather than cast: with ANSI on, casting an out-of-range bigint raises.
-    return col.bitwiseAND(F.lit(0xFFFFFFFF)).bitwiseXOR(F.lit(0x80000000)) - F.lit(0x80000000)
+def __getattr__(name: str):
+    if name in _COLUMNS:
+        import importlib
 
-
-def _isin(col: Column, values: Iterable) -> Column:
-    values = list(values)
-    return col.isin(*values) if values else F.lit(False)
-
-
-def tag_code_predicate(sub: Optional[SubscriptionData], tags_code: ColumnOrName = "tags_code") -> Column:
-    """The broker's consume-queue tag check as a never-null boolean Column.
-
-    >>> df.filter(tag_code_predicate(build_subscription("T", "TagA || TagC")))  # doctest: +SKIP
-    """
-    if sub is None or sub.class_filter_mode or not is_tag_type(sub.expression_type):
-        return F.lit(True)
-    if sub.is_sub_all:
-        return F.lit(True)
-    code = _column(tags_code)
-    return code.isNull() | _isin(_low_int_column(code), sub.code_set)
-
-
-def tag_exact_predicate(sub: Optional[SubscriptionData], tags: ColumnOrName = "tags") -> Column:
-    """The client's exact-tag re-check as a never-null boolean Column."""
-    if sub is None or sub.class_filter_mode or not sub.tags_set:
-        return F.lit(True)
-    tag = _column(tags)
-    return tag.isNotNull() & _isin(tag, sub.tags_set)
-
-
-def tags_code_column(tags: ColumnOrName = "tags") -> Column:
-    """:func:`tags_code` as a Column: Java ``String.hashCode`` over the UTF-16 code units, as a
-    signed int in a bigint; 0 for a null or empty tag string. Built-in functions only.
-
-    >>> cq = cl.select(tags_code_column("tags").alias("tags_code"))  # doctest: +SKIP
-    """
-    units = F.hex(F.encode(_column(tags), "UTF-16BE"))  # 4 hex digits per UTF-16 unit
-    n = F.length(units) / 4
-    code = F.aggregate(
-        F.sequence(F.lit(0), (n - 1).cast("int")),
-        F.lit(0).cast("bigint"),
-        lambda h, i: (h * 31 + F.conv(F.substring(units, i * 4 + 1, 4), 16, 10).cast("bigint"))
-        % F.lit(1 << 32),
-    )
-    signed = F.when(code >= F.lit(1 << 31), code - F.lit(1 << 32)).otherwise(code)
-    return F.when(F.coalesce(F.length(_column(tags)), F.lit(0)) == 0, F.lit(0).cast("bigint")) \
-        .otherwise(signed)
+        return getattr(importlib.import_module("rocketfilter.tag_columns"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,10 +15,12 @@ from rocketfilter.message import (
     PROPERTY_SEPARATOR,
     java_utf8_bytes,
     normalize_properties,
-    normalize_properties_column,
     properties_to_string,
-    properties_to_string_column,
     string_to_properties,
+)
+from rocketfilter.message_columns import (
+    normalize_properties_column,
+    properties_to_string_column,
     string_to_properties_column,
 )
 

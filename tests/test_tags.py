@@ -19,10 +19,9 @@ from rocketfilter.tags import (
     java_hash,
     java_split_tags,
     java_trim,
-    tag_code_predicate,
-    tag_exact_predicate,
     tags_code,
 )
+from rocketfilter.tag_columns import tag_code_predicate, tag_exact_predicate
 
 HASH_FILE = "hashcode_cases.json"
 

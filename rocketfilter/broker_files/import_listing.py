@@ -15,6 +15,7 @@ from typing import Dict, List, Sequence, Tuple
 
 from pyarrow import fs as pafs
 
+from rocketfilter.broker_files.import_parse import _filesystem
 from rocketfilter.broker_files.records import StoreFormatError
 
 FILE_NAME = re.compile(r"^[0-9]{20}$")
@@ -128,3 +129,11 @@ def list_consumequeue(filesystem, root: str, damage: List[Damage]) -> Dict[Tuple
                 damage.append(Damage(name, size - size % CQ_UNIT,
                                      "file size is not a multiple of the 20-byte unit"))
     return queues
+
+
+def require_store_dir(path: str):
+    """``(filesystem, root)`` of a broker store; FileNotFoundError unless it has ``commitlog/``."""
+    filesystem, root = _filesystem(path)
+    if filesystem.get_file_info(f"{root}/commitlog").type != pafs.FileType.Directory:
+        raise FileNotFoundError(f"{path}: no commitlog directory; is this a RocketMQ broker store?")
+    return filesystem, root

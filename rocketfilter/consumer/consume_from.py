@@ -25,6 +25,10 @@ CONSUME_FROM_TIMESTAMP                 ``searchOffset(mq, consumeTimestamp)``: t
 the estimate the broker's pull loop uses (``estimateInMemByCommitOffset``): the message is within
 ``accessMessageInMemoryMaxRatio`` % of ``total_physical_memory`` of the commit log's end.
 
+The ``store`` these functions take is a :class:`rocketfilter.store.MessageStore`, a layer above
+this one: they ask it for committed offsets, a queue's units and offsets by time through its
+methods, and import nothing of the store.
+
 >>> compute_pull_from_where(store, "GID", "TopicTest", 0, "CONSUME_FROM_TIMESTAMP",
 ...                         consume_timestamp="20240501100000")               # doctest: +SKIP
 42
@@ -41,9 +45,6 @@ from zoneinfo import ZoneInfo
 
 from rocketfilter.checks import _is_int, check_queue_id
 from rocketfilter.naming import RETRY_GROUP_TOPIC_PREFIX, validate_group, validate_topic
-from rocketfilter.store.cq_units import QueueUnits
-from rocketfilter.store.offsets import consumer_offsets
-from rocketfilter.store.offsets_by_time import get_offset_in_queue_by_time
 
 YYYYMMDDHHMMSS = "yyyyMMddHHmmss"
 # DefaultMQPushConsumer's consumeTimestamp: half an hour before the consumer was made.
@@ -147,16 +148,17 @@ def read_offset_from_store(store, group: str, topic: str, queue_id: int,
 def _query_consumer_offset(store, group: str, topic: str, queue_id: int, committed: Optional[int]):
     """``(offset, committed?)`` as the broker answers ``queryConsumerOffset``."""
     if committed is None:
-        committed = consumer_offsets(store, group, topic).get((group, topic, queue_id), -1)
+        committed = store.consumer_offsets(group, topic).get((group, topic, queue_id), -1)
     if committed >= 0:
         return committed, True
-    units = QueueUnits(store, topic, queue_id)
+    units = store.queue_units(topic, queue_id)
     return (0 if units.min_offset <= 0 and first_message_in_memory(store, units) else -1), False
 
 
-def first_message_in_memory(store, units: QueueUnits) -> bool:
+def first_message_in_memory(store, units) -> bool:
     """``checkInMemByConsumeOffset(topic, queueId, 0, 1)``: unit 0 exists, its message does too,
-    and (the estimate) it lies within the memory share of the commit log's end."""
+    and (the estimate) it lies within the memory share of the commit log's end. ``units`` are the
+    queue's (``store.queue_units(topic, queue_id)``)."""
     unit = units.unit(0)
     if unit is None:
         return False
@@ -199,7 +201,7 @@ def explain_pull_from_where(store, group: str, topic: str, queue_id: int,
     if retry:
         return start(max_offset, "retry-topic", "no committed offset; CONSUME_FROM_TIMESTAMP starts a retry "
                      "topic at its max offset")
-    offset = get_offset_in_queue_by_time(store, topic, queue_id, timestamp, "LOWER")
+    offset = store.get_offset_in_queue_by_time(topic, queue_id, timestamp, "LOWER")
     return start(offset, "timestamp", f"no committed offset; CONSUME_FROM_TIMESTAMP: the first message "
                  f"stored at or after {timestamp} ms")
 
@@ -229,7 +231,7 @@ def compute_pull_from_where_for_topic(store, group: str, topic: str,
         queue_ids |= set(store.consumequeue_state().queues.get(topic, {}))
     if ConsumeFromWhere.of(consume_from_where) is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
         consume_timestamp = _consume_timestamp_ms(consume_timestamp, time_zone)  # one "now" for all
-    committed = consumer_offsets(store, group, topic)
+    committed = store.consumer_offsets(group, topic)
     return {q: explain_pull_from_where(store, group, topic, q, consume_from_where, consume_timestamp,
                                        time_zone=time_zone, committed=committed.get((group, topic, q), -1))
             for q in sorted(queue_ids)}

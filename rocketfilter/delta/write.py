@@ -12,10 +12,9 @@ import json
 import math
 import time
 import uuid
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 # The stats names lived here before delta_stats: re-exported (see __all__) for their importers.

@@ -22,7 +22,6 @@ from pyspark.sql import functions as F
 
 from rocketfilter.checks import _is_int, check_queue_id
 from rocketfilter.message import decode_offset_msg_id
-from rocketfilter.store import schema as S
 from rocketfilter.delta.write import filesystem_path
 
 FOUND, EXPIRED, NOT_FOUND = "FOUND", "EXPIRED", "NOT_FOUND"

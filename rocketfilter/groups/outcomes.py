@@ -38,7 +38,8 @@ from pyspark.sql import functions as F
 from rocketfilter.groups.plan import GroupPlan
 from rocketfilter.groups.replay import filter_deliveries, flagged_entries, pulling_queues
 from rocketfilter.selector import parse
-from rocketfilter.tags import SubscriptionData, is_tag_type, tag_code_predicate, tag_exact_predicate
+from rocketfilter.tags import SubscriptionData, is_tag_type
+from rocketfilter.tag_columns import tag_code_predicate, tag_exact_predicate
 
 LOST_REASONS = ("dropped_by_client_recheck", "filtered_by_group_subscription", "filtered_by_own_subscription",
                 "skipped_by_broker", "pull_refused", "queue_not_consumed")

@@ -31,7 +31,7 @@ from rocketfilter.pull.get_message import pull_limits
 from rocketfilter.groups.plan import GroupPlan, OffsetSpec, plan_group_pulls, resolve_group
 from rocketfilter.pull.scan import is_sql_filter
 from rocketfilter.store import schema as S
-from rocketfilter.tags import tag_exact_predicate
+from rocketfilter.tag_columns import tag_exact_predicate
 
 REPLAY_COLUMNS = ("client_id", "topic", "queue_id", "queue_offset", "msg_id", "pull_number", "next_begin_offset",
                   "tags", "keys", "commitlog_offset", "store_timestamp", "pull_status")

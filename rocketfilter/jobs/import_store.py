@@ -55,7 +55,7 @@ def check(args: argparse.Namespace) -> None:
     from rocketfilter.store import schema as S
     from rocketfilter.store.config_files import read_broker_config
     from rocketfilter.store.errors import StoreNotEmptyError
-    from rocketfilter.store.importer import require_store_dir
+    from rocketfilter.broker_files.import_listing import require_store_dir
     from rocketfilter.store.tables import store_exists
 
     broker_config, _ = common.check_settings(args)

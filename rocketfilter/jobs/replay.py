@@ -102,7 +102,7 @@ def replay(store, sub, group: str, max_msg_nums: int, start=None, end=None):
 
     from rocketfilter.pull.batch import ENTRY_SCHEMA, PULL_SCHEMA
     from rocketfilter.pull.sequence import pull_sequence
-    from rocketfilter.tags import tag_exact_predicate
+    from rocketfilter.tag_columns import tag_exact_predicate
 
     spark, topic = store.spark, sub.topic
     if store.consumequeue_state().queues.get(topic):

@@ -23,6 +23,7 @@ from typing import Mapping, Optional, Union
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from rocketfilter import tag_columns as TC
 from rocketfilter import tags as T
 from rocketfilter.bloom import BloomFilter, bitmap_hit_column, is_hit
 from rocketfilter.config import RETRY_GROUP_TOPIC_PREFIX
@@ -177,7 +178,7 @@ class ExpressionMessageFilter:
             return F.lit(True)
         sub = self.subscription_data
         if is_tag_type(sub.expression_type):
-            return T.tag_code_predicate(sub, tags_code_col)
+            return TC.tag_code_predicate(sub, tags_code_col)
         if not self._sql_data_usable(with_bloom=True) or not self.bloom_data_valid:
             return F.lit(True)
         fd = self.consumer_filter_data
@@ -204,8 +205,8 @@ class ExpressionMessageFilter:
         if self._passes_everything() or not is_tag_type(sub.expression_type):
             return F.lit(True)
         if isinstance(tags_col, str):
-            return self._cached(("exact", tags_col), lambda: T.tag_exact_predicate(sub, tags_col))
-        return T.tag_exact_predicate(sub, tags_col)
+            return self._cached(("exact", tags_col), lambda: TC.tag_exact_predicate(sub, tags_col))
+        return TC.tag_exact_predicate(sub, tags_col)
 
     def commit_log_column(self, properties_col: ColumnOrName = "properties", topic: Optional[str] = None,
                           promoted: Optional[Mapping[str, str]] = None) -> Column:

@@ -29,7 +29,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from rocketfilter.store import schema as S
-from rocketfilter.tags import build_subscription, is_tag_type, tag_code_predicate, tag_exact_predicate
+from rocketfilter.tags import build_subscription, is_tag_type
+from rocketfilter.tag_columns import tag_code_predicate, tag_exact_predicate
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 _OR_LIMIT = 16   # more queues than this: the range test is a map lookup, not an OR chain

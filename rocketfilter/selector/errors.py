@@ -1,6 +1,9 @@
 """Errors raised by the selector engine."""
 from __future__ import annotations
 
+# Defined with Java's rules that raise it (rocketfilter.javalang); this is its public home.
+from rocketfilter.javalang import SelectorEvaluationError  # noqa: F401
+
 
 class SelectorSyntaxError(ValueError):
     """The selector does not compile (RocketMQ's MQFilterException at SqlFilter.compile).
@@ -22,10 +25,3 @@ class SelectorSyntaxError(ValueError):
         where = f"line {self.line}, column {self.column}"
         rendered = f"{message} at {where} (offset {position})" if text else message
         super().__init__(f"{rendered}: {hint}" if hint else rendered)
-
-
-class SelectorEvaluationError(RuntimeError):
-    """Java's evaluation threw (NumberFormatException, illegal string comparison, ClassCastException).
-
-    The broker treats it as "not matched"; the whole selector is aborted.
-    """

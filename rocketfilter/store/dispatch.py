@@ -25,7 +25,7 @@ from rocketfilter.delta.retry import retry_on_conflict
 from rocketfilter.store.state import DISPATCH_APP_ID, ConsumeQueueState
 from rocketfilter.store.sub_bits import bits_column, plan_slots
 from rocketfilter.store.tables import StoreTables
-from rocketfilter.tags import tags_code_column
+from rocketfilter.tag_columns import tags_code_column
 
 
 class ConsumeQueueGapError(RuntimeError):

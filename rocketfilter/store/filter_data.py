@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional
 
 from rocketfilter.bloom import BloomFilter, BloomFilterData
+from rocketfilter.broker_files.config_files import CONSUMER_FILTER as CONFIG_FILE_NAME
 from rocketfilter.config import BrokerConfig, MessageStoreConfig
 from rocketfilter.selector import Selector, parse
 from rocketfilter.tags import SQL92, SubscriptionData, is_tag_type
@@ -30,7 +31,6 @@ log = logging.getLogger(__name__)
 
 # Filter data loaded from disk is taken as dead since this long before the load (ms).
 LOAD_DEAD_MARGIN_MS = 30 * 1000
-CONFIG_FILE_NAME = "consumerFilter.json"
 
 
 def _now_ms() -> int:

@@ -23,19 +23,19 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from rocketfilter.naming import MAX_QUEUE_NUMS
 from rocketfilter.spark_mode import default_parallelism, persist_if_allowed
 
 # The executor-side file parsers live in broker_files.import_parse.
-from rocketfilter.broker_files.import_parse import _commitlog_rows, _consumequeue_rows, _filesystem
+from rocketfilter.broker_files.import_parse import _commitlog_rows, _consumequeue_rows
 # Damage is re-exported: reports and callers import it from here.
-from rocketfilter.broker_files.import_listing import Damage, list_commitlog, list_consumequeue
+from rocketfilter.broker_files.import_listing import Damage, list_commitlog, list_consumequeue, require_store_dir
 from rocketfilter.broker_files.records import check_cq_unit
 from rocketfilter.store.schema import COMMITLOG_SCHEMA, CONSUMEQUEUE_SCHEMA, arrow_schema
 
 _SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 MAX_REPORTED_DAMAGE = 1000  # damage entries kept in a report; the count is always exact
 _ISIN_LIMIT = 10_000   # more excluded offsets than this: an anti join, not an IN list
-MAX_QUEUE_NUMS = 1024  # the most queues a topic of this store can have (topics.create_topic)
 
 _INTERNAL = [StructField("_tags_code", LongType()), StructField("_kind", StringType(), False),
              StructField("_file", StringType(), False), StructField("_file_position", LongType(), False),
@@ -72,16 +72,6 @@ class ImportReport:
     def damaged_records(self) -> int:
         """Damage found in commit-log files."""
         return sum(1 for d in self.damaged if d.file.startswith("commitlog/"))
-
-
-def require_store_dir(path: str):
-    """``(filesystem, root)`` of a broker store; FileNotFoundError unless it has ``commitlog/``."""
-    from pyarrow import fs as pafs
-
-    filesystem, root = _filesystem(path)
-    if filesystem.get_file_info(f"{root}/commitlog").type != pafs.FileType.Directory:
-        raise FileNotFoundError(f"{path}: no commitlog directory; is this a RocketMQ broker store?")
-    return filesystem, root
 
 
 def _one_per_partition(spark: SparkSession, n: int) -> DataFrame:

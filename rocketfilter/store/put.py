@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from rocketfilter.message import properties_to_string_column, string_to_properties_column
+from rocketfilter.message_columns import properties_to_string_column, string_to_properties_column
 from rocketfilter.spark_progress import ProgressOption, progress_block
 from rocketfilter.store import schema as S
 from rocketfilter.delta.write import RESULT_DDL, delete_files

@@ -3,18 +3,20 @@
 A thin facade: the tables and their state are :class:`~rocketfilter.store.tables.StoreTables`,
 and each operation lives in its own module that takes the tables (:mod:`.topics`,
 :mod:`.offsets`, :mod:`.groups`, :mod:`.put`, :mod:`.dispatch`, :mod:`.retention`,
-:mod:`.import_job`). Only
-``get_message`` reaches up into :mod:`rocketfilter.pull`, lazily, because RocketMQ users expect
-``getMessage`` on a message store.
+:mod:`.import_job`). ``get_message``
+(RocketMQ users expect ``getMessage`` on a message store) runs the pull path of
+:mod:`rocketfilter.pull`, a layer above this one, which the package binds in through
+:mod:`rocketfilter.hooks`: no module of the store imports it.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional
 
+from rocketfilter.hooks import get_message_function
 from rocketfilter.config import BrokerConfig, MessageStoreConfig, TopicConfig
 from rocketfilter.store import dispatch as _dispatch
 from rocketfilter.store import backfill as _backfill
-from rocketfilter.store import groups, import_job, offsets, offsets_by_time, put, retention, sub_bits, topics
+from rocketfilter.store import cq_units, groups, import_job, offsets, offsets_by_time, put, retention, sub_bits, topics
 from rocketfilter.store import promote as _promote
 from rocketfilter.store.tables import StoreTables
 
@@ -89,6 +91,15 @@ class MessageStore(StoreTables):
         """RocketMQ's admin ``resetOffsetByTime``: commit, for every read queue of ``topic``, the
         offset of ``timestamp_ms``; returns them by queue. See :mod:`.offsets`."""
         return offsets.reset_offset_by_time(self, group, topic, timestamp_ms)
+
+    def consumer_offsets(self, group: Optional[str] = None, topic: Optional[str] = None) -> Dict[tuple, int]:
+        """Every committed offset by ``(group, topic, queue_id)``, optionally for one group/topic."""
+        return offsets.consumer_offsets(self, group, topic)
+
+    def queue_units(self, topic: str, queue_id: int) -> cq_units.QueueUnits:
+        """Point reads of one queue's units (its min/max offsets, the unit at an offset); see
+        :mod:`.cq_units`."""
+        return cq_units.QueueUnits(self, topic, queue_id)
 
     def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp_ms: int,
                                     boundary_type: str = "LOWER") -> int:
@@ -175,6 +186,4 @@ class MessageStore(StoreTables):
     def get_message(self, group: str, topic: str, queue_id: int, offset: int,
                     max_msg_nums: int = 32, message_filter=None):
         """``DefaultMessageStore#getMessage``; see :mod:`rocketfilter.pull.get_message`."""
-        from rocketfilter.pull.get_message import get_message
-
-        return get_message(self, group, topic, queue_id, offset, max_msg_nums, message_filter)
+        return get_message_function()(self, group, topic, queue_id, offset, max_msg_nums, message_filter)

@@ -32,7 +32,8 @@ from pyspark.sql import functions as F
 
 from rocketfilter.store import schema as S
 from rocketfilter.store.tables import StoreTables
-from rocketfilter.tags import SQL92, SubscriptionData, build_subscription, is_tag_type, tag_code_predicate
+from rocketfilter.tags import SQL92, SubscriptionData, build_subscription, is_tag_type
+from rocketfilter.tag_columns import tag_code_predicate
 
 log = logging.getLogger(__name__)
 CONFIG_FILE_NAME = "subscriptionBits.json"

@@ -5,10 +5,9 @@ import time
 from typing import Dict, Optional
 
 from rocketfilter.config import TopicConfig, validate_topic
+from rocketfilter.naming import MAX_QUEUE_NUMS
 from rocketfilter.store import schema as S
 from rocketfilter.store.tables import StoreTables
-
-MAX_QUEUE_NUMS = 1024
 
 
 def create_topic(tables: StoreTables, topic: str, read_queue_nums: int = 4, write_queue_nums: int = 4,

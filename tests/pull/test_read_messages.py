@@ -13,7 +13,8 @@ from rocketfilter.config import MessageStoreConfig
 from rocketfilter.pull.filter import ExpressionMessageFilter
 from rocketfilter.pull.sequence import pull_sequence
 from rocketfilter.store import MessageStore
-from rocketfilter.tags import build_subscription, is_tag_type, tag_exact_predicate
+from rocketfilter.tags import build_subscription, is_tag_type
+from rocketfilter.tag_columns import tag_exact_predicate
 
 TOPIC = "Bulk"
 QUEUES = 3

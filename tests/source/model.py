@@ -50,7 +50,7 @@ def pull_sequence_receives(store, topic: str, sub_string: str, expression_type: 
     from rocketfilter.pull.filter import ExpressionMessageFilter
     from rocketfilter.pull.sequence import pull_sequence
     from rocketfilter.store.filter_data import ConsumerFilterManager
-    from rocketfilter.tags import tag_exact_predicate
+    from rocketfilter.tag_columns import tag_exact_predicate
 
     sub = build_subscription(topic, sub_string, expression_type)
     data = None
