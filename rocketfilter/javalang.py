@@ -27,13 +27,10 @@ class NumberFormatError(ValueError):
 
 
 class SelectorEvaluationError(RuntimeError):
-    """Java's evaluation threw (NumberFormatException, illegal string comparison, ClassCastException).
+    """Java's evaluation threw (NumberFormatException, illegal string comparison, ClassCastException):
+    the broker treats it as "not matched" and aborts the whole selector."""
 
-    The broker treats it as "not matched"; the whole selector is aborted.
-    """
-
-    # Defined here, where Java's rules throw it, below the selector package that hands it out.
-    __module__ = "rocketfilter.selector.errors"
+    __module__ = "rocketfilter.selector.errors"   # its public home; defined here, where Java's rules throw
 
 
 def _evaluation_error(message: str) -> Exception:

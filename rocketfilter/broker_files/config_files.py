@@ -116,13 +116,20 @@ def _int(name: str, where: str, value: Any, low: int, high: int) -> int:
     return value
 
 
-def _check_topics(name: str, body: Any, out: BrokerConfigFiles) -> str:
-    for topic, entry in _table(name, body, "topicConfigTable").items():
-        where = f"topicConfigTable[{topic!r}]"
+def _entries(name: str, body: Any, table: str, name_key: str):
+    """``(key, where, entry)`` for each entry of ``body[table]``: an object whose ``name_key``,
+    when present, is its key."""
+    for key, entry in _table(name, body, table).items():
+        where = f"{table}[{key!r}]"
         if not isinstance(entry, dict):
             raise ConfigFileError(name, f"{where} is not an object")
-        if entry.get("topicName", topic) != topic:
-            raise ConfigFileError(name, f"{where}: topicName {entry['topicName']!r} differs from its key")
+        if entry.get(name_key, key) != key:
+            raise ConfigFileError(name, f"{where}: {name_key} {entry[name_key]!r} differs from its key")
+        yield key, where, entry
+
+
+def _check_topics(name: str, body: Any, out: BrokerConfigFiles) -> str:
+    for topic, where, entry in _entries(name, body, "topicConfigTable", "topicName"):
         numbers = {key: _int(name, f"{where}.{key}", entry.get(key, default), low, high)
                    for key, default, low, high in (("readQueueNums", 16, 1, MAX_QUEUE_NUMS),
                                                    ("writeQueueNums", 16, 1, MAX_QUEUE_NUMS), ("perm", 6, 0, 7))}
@@ -157,12 +164,7 @@ def _check_offsets(name: str, body: Any, out: BrokerConfigFiles) -> str:
 
 
 def _check_groups(name: str, body: Any, out: BrokerConfigFiles) -> str:
-    for group, entry in _table(name, body, "subscriptionGroupTable").items():
-        where = f"subscriptionGroupTable[{group!r}]"
-        if not isinstance(entry, dict):
-            raise ConfigFileError(name, f"{where} is not an object")
-        if entry.get("groupName", group) != group:
-            raise ConfigFileError(name, f"{where}: groupName {entry['groupName']!r} differs from its key")
+    for group, where, entry in _entries(name, body, "subscriptionGroupTable", "groupName"):
         for key, kind in _GROUP_FIELDS.items():
             value = entry.get(key)
             if value is not None and (not isinstance(value, kind) or (kind is int and isinstance(value, bool))):

@@ -4,8 +4,9 @@ sees them after every heartbeat). No module here imports rocketfilter.pull or th
 build on this.
 
 ``replay_group``, ``diagnose_group`` and ``GroupDiagnosis`` need the store and the pull loop, so
-they live in :mod:`rocketfilter.pull` (``group_replay``, ``group_diagnosis``); this package hands
-them out on first use (``rocketfilter.consumer.replay_group``), without importing them before."""
+they live in :mod:`rocketfilter.groups` (``replay``, ``diagnosis``), two layers up; import them
+from ``rocketfilter``. For code written before, this package still hands them out on first use
+(``rocketfilter.consumer.replay_group``), by name, without importing them."""
 from rocketfilter.consumer.allocate import (AbstractAllocateMessageQueueStrategy, AllocateMachineRoomNearby,
                                             AllocateMessageQueueAveragely, AllocateMessageQueueAveragelyByCircle,
                                             AllocateMessageQueueByConfig, AllocateMessageQueueByMachineRoom,
@@ -28,7 +29,7 @@ __all__ = [
     "replay_group", "diagnose_group", "GroupDiagnosis",
 ]
 
-# name -> the module above this package that defines it, imported on first use.
+# name -> the module above this package that defines it, looked up on first use only (old imports).
 _LAZY = {"replay_group": "rocketfilter.groups.replay", "diagnose_group": "rocketfilter.groups.diagnosis",
          "GroupDiagnosis": "rocketfilter.groups.diagnosis"}
 

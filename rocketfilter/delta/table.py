@@ -186,7 +186,7 @@ class Table(delta_write.TableWriter, TableFiles):
     def add_columns(self, fields: Sequence[StructField], *, expected_version: int,
                     operation: str = "ADD COLUMNS") -> int:
         """Add nullable ``fields`` (``extra`` must accept them) in a metadata-only commit on
-        exactly ``expected_version``; see :func:`.delta_schema.add_columns_at`."""
+        exactly ``expected_version``; see :func:`.schema.add_columns_at`."""
         return add_columns_at(self, fields, expected_version, operation)
 
     # ---- the snapshot ----------------------------------------------------------------------

@@ -3,7 +3,7 @@
 The file writing runs inside Spark tasks (``mapInArrow``) as well as on the driver, so this module
 imports neither deltalake nor pyspark. A task writes its rows straight into the table directory
 and returns one small row per file (:data:`RESULT_SCHEMA`), which the driver commits. The
-files' Delta stats are computed by :mod:`.delta_stats`.
+files' Delta stats are computed by :mod:`.stats`.
 """
 from __future__ import annotations
 

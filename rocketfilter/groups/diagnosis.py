@@ -1,5 +1,5 @@
 """``diagnose_group``: whether a consumer group's consumers agree, who owns which queues, and every
-message some consumer wants that the group never consumes, with the reason (:mod:`.group_outcomes`).
+message some consumer wants that the group never consumes, with the reason (:mod:`.outcomes`).
 
 RocketMQ's admin tool says only that "subscriptions differ"; this names the consumers, the
 queues and the lost messages. Seed 003: A subscribes ``tagA``, then B ``tagB``; the broker keeps

@@ -109,7 +109,7 @@ def _sub_text(sub) -> str:
 
 
 def wants(sub, m: LocatedMessage) -> bool:
-    """Whether ``sub`` itself would deliver the message (``group_outcomes.wants_column`` for one
+    """Whether ``sub`` itself would deliver the message (``outcomes.wants_column`` for one
     message): the tag code and exact tag checks, or the selector TRUE."""
     if is_tag_type(sub.expression_type):
         return is_matched_by_consume_queue(sub, m.tags_code) and client_accepts(sub, m.tags)

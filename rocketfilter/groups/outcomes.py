@@ -25,7 +25,7 @@ this order:
     the strategy gave the queue to ``client_id``, which does not subscribe the topic (so never
     pulls it), or no consumer owns the queue (``client_id`` null)
 
-The pulls are the replay's (:mod:`.group_replay`); the rest is literal per-consumer expressions
+The pulls are the replay's (:mod:`.replay`); the rest is literal per-consumer expressions
 over the ConsumeQueue joined with the CommitLog, in the same Spark job.
 """
 from __future__ import annotations

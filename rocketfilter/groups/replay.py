@@ -1,7 +1,7 @@
 """``replay_group``: the messages each consumer of a group would consume from a topic, in one Spark
 job over all queues.
 
-The plan (:mod:`.group_plan`) decides on the driver who takes which queue and which broker filter
+The plan (:mod:`.plan`) decides on the driver who takes which queue and which broker filter
 each consumer's pulls go through; usually all consumers share one (the group's subscription
 table). Then, as Columns over the ConsumeQueue joined with the CommitLog:
 

@@ -15,15 +15,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rocketfilter.pull.result import GetMessageStatus
-from rocketfilter.pull.window import (
+from rocketfilter.pull.limits import (
     CQ_STORE_UNIT_SIZE,
     DEFAULT_LIMITS,
     MAX_PULL_MSG_SIZE,
     PullLimits,
+    is_the_batch_full,
+)
+from rocketfilter.pull.window import (
     PreparedQueue,
     WindowResult,
     get_message_window,
-    is_the_batch_full,
     no_matched_logic_queue,
 )
 

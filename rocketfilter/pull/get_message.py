@@ -24,7 +24,8 @@ import numpy as np
 from rocketfilter.checks import check_max_msg_nums, check_pull_offset
 from rocketfilter.pull.result import GetMessageResult
 from rocketfilter.pull.scan import is_sql_filter, read_window, small_query_conf
-from rocketfilter.pull.window import PullLimits, get_message_window
+from rocketfilter.pull.limits import PullLimits
+from rocketfilter.pull.window import get_message_window
 from rocketfilter.store import schema as S
 
 _EMPTY = np.zeros(0, dtype=np.int64)

@@ -1,6 +1,6 @@
 """``MessageStore.import_store``: a RocketMQ broker's store directory into the Delta tables.
 
-The files are parsed and checked by :mod:`.importer` on the executors. Nothing is committed
+The files are parsed and checked by :mod:`.importer` (with :mod:`rocketfilter.broker_files`) on the executors. Nothing is committed
 until the whole source validated (or, with ``skip_damaged``, until the damage is counted). The
 consume-queue units are imported as they are, then the CommitLog messages they do not cover yet
 are dispatched, as a broker's recovery re-puts the tail of its commit log. The broker's
