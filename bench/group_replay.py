@@ -82,7 +82,8 @@ def main() -> None:
     from pyspark.sql import SparkSession
 
     from rocketfilter.config import MessageStoreConfig
-    from rocketfilter.consumer import ConsumerGroup, MessageQueue, replay_group
+    from rocketfilter.consumer import ConsumerGroup, MessageQueue
+    from rocketfilter.groups.replay import replay_group
     from rocketfilter.session import get_spark
     from rocketfilter.store import MessageStore
     from rocketfilter.tags import build_subscription

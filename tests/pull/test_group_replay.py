@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from rocketfilter.config import BrokerConfig, MessageStoreConfig
-from rocketfilter.consumer import ConsumerGroup, diagnose_group, replay_group
+from rocketfilter import ConsumerGroup, diagnose_group, replay_group
 from rocketfilter.pull.get_message import pull_limits
 from rocketfilter.store import MessageStore
 from tests.pull import group_model, model
