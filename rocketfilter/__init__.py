@@ -16,7 +16,8 @@ _LAZY = {"read_messages": "rocketfilter.pull.read_messages",
          "read_stream": "rocketfilter.source"}
 __all__ = sorted(_LAZY)
 
-from rocketfilter.hooks import on_new_session, provide_get_message  # noqa: E402  (light: no Spark)
+from rocketfilter.hooks import on_new_session as _on_new_session  # noqa: E402  (light: no Spark)
+from rocketfilter.hooks import provide_get_message as _provide_get_message  # noqa: E402
 
 
 def __getattr__(name: str):
@@ -28,10 +29,17 @@ def __getattr__(name: str):
 
 
 def _register_source(spark) -> None:
-    """Make ``format("rocketmq")`` known to a session ``get_spark`` returns."""
-    from rocketfilter.source import register as register_source
+    """Make ``format("rocketmq")`` known to a session ``get_spark`` returns. A session that
+    cannot take it (a Connect server without Python data sources) is still fine: a warning."""
+    try:
+        from rocketfilter.source import register as register_source
 
-    register_source(spark)
+        register_source(spark)
+    except Exception as error:  # noqa: BLE001 - only format("rocketmq") is missing then
+        import logging
+
+        logging.getLogger("rocketfilter.session").warning(
+            "could not register the rocketmq data source with this session: %s", error)
 
 
 def _get_message(store, group, topic, queue_id, offset, max_msg_nums=32, message_filter=None):
@@ -41,5 +49,5 @@ def _get_message(store, group, topic, queue_id, offset, max_msg_nums=32, message
     return get_message(store, group, topic, queue_id, offset, max_msg_nums, message_filter)
 
 
-on_new_session(_register_source)
-provide_get_message(_get_message)
+_on_new_session(_register_source)
+_provide_get_message(_get_message)

@@ -5,12 +5,9 @@ The facade (``rocketfilter/__init__.py``), which Python runs before any module o
 registers the package's own: the ``rocketmq`` data source for every session ``get_spark``
 returns, and the pull path behind ``MessageStore.get_message``. Nothing here imports Spark.
 
->>> calls = []
->>> on_new_session(calls.append)
->>> run_session_hooks("spark")
->>> calls
-['spark']
->>> _SESSION_HOOKS.remove(calls.append)
+>>> on_new_session(lambda spark: spark.conf.set("spark.sql.session.timeZone", "UTC"))  # doctest: +SKIP
+>>> get_spark().conf.get("spark.sql.session.timeZone")                                   # doctest: +SKIP
+'UTC'
 """
 from __future__ import annotations
 
