@@ -1,5 +1,5 @@
 """explain_message: every trace agrees with diagnose_group's per-message outcomes and
-replay_group's deliveries on random groups (test_group_replay's generator), one test per
+replay_group's deliveries on random groups (tests/groups/test_replay.py's generator), one test per
 verdict, the lookups, bad input and the text. One small store for the module: a topic whose
 first commit-log file has expired, SQL92 bitmaps for one registered group, seed 003's topic."""
 from __future__ import annotations
@@ -21,7 +21,7 @@ from rocketfilter.groups.plan import plan_group_pulls
 from rocketfilter.groups.replay import group_deliveries
 from rocketfilter.groups.message_trace import Verdict
 from rocketfilter.store import MessageStore
-from tests.pull.test_group_replay import BROKER, MIXED, SEED, TAGS, random_group
+from tests.groups.test_replay import BROKER, MIXED, SEED, TAGS, random_group
 
 OLD, FILL, BITS = "Old", "Fill", "Bits"
 FILE = 1000       # commit-log "file" size: Old's messages fill the first file, which expires

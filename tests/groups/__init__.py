@@ -1,0 +1,1 @@
+"""Tests of group analysis (rocketfilter/groups/): replay, diagnosis, explain_message."""
