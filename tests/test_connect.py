@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from rocketfilter.demo import run_demo, seed_messages
+from rocketfilter.jobs.demo_run import run_demo, seed_messages
 from rocketfilter.functions import sql92, tag_exact_filter, tag_filter
 from rocketfilter.selector import parse
 from rocketfilter.session import get_spark

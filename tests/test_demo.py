@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import re
 
-from rocketfilter.demo import DEFAULT_SELECTOR, run_demo, seed_messages, seed_properties
+from rocketfilter.jobs.demo_run import DEFAULT_SELECTOR, run_demo, seed_messages, seed_properties
 from rocketfilter.jobs import demo as demo_job
 from rocketfilter.selector import parse
 from rocketfilter.tags import tags_code

@@ -35,7 +35,7 @@ RANKS: Dict[str, int] = {
     "groups": 6,
     "source": 7, "jobs": 7,
 }
-TOP_MODULES = {"cli", "functions", "demo"}
+TOP_MODULES = {"cli", "functions"}
 FACADE = PACKAGE   # rocketfilter/__init__.py: hands out names from every layer
 NO_PACKAGE_IMPORTS = {"delta"}          # folders that import nothing of rocketfilter
 NO_PYSPARK = {"broker_files"}           # folders that must not reach pyspark

@@ -1,5 +1,5 @@
 """``rocketfilter demo``: ten sample messages filtered by a tag subscription and by an SQL92
-selector, and what each delivers (:mod:`rocketfilter.demo`).
+selector, and what each delivers (:mod:`rocketfilter.jobs.demo_run`).
 
     rocketfilter demo
     rocketfilter demo --tags "TAG_B" --selector "age >= 8" --master "local[1]"
@@ -19,7 +19,7 @@ HELP = "filter ten sample messages by tag and by SQL92"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    # The defaults live in rocketfilter.demo, which imports pyspark: run() fills them in, so that
+    # The defaults live in rocketfilter.jobs.demo_run, which imports pyspark: run() fills them in, so that
     # building the command line stays light.
     parser.add_argument("--tags", metavar="EXPR", help="tag subscription expression (default: 'TAG_A || TAG_C')")
     parser.add_argument("--selector", metavar="SQL92",
@@ -34,7 +34,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace, spark=None) -> int:
     """Check both expressions (and lint the selector on the sample's properties), then run."""
-    from rocketfilter.demo import DEFAULT_SELECTOR, DEFAULT_TAGS, run_demo, seed_properties
+    from rocketfilter.jobs.demo_run import DEFAULT_SELECTOR, DEFAULT_TAGS, run_demo, seed_properties
     from rocketfilter.selector import parse
     from rocketfilter.tags import build_subscription
 

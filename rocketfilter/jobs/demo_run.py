@@ -1,5 +1,6 @@
-"""The demo behind ``rocketfilter demo`` and ``spark_jobs/demo.py`` (:mod:`rocketfilter.jobs.demo`):
-ten messages, one tag subscription and one SQL92 selector, and what each delivers."""
+"""The demo behind ``rocketfilter demo`` and ``spark_jobs/demo.py`` (:mod:`rocketfilter.jobs.demo`, whose
+parser stays free of Spark): ten messages, one tag subscription and one SQL92 selector, and what
+each delivers."""
 from __future__ import annotations
 
 import sys
