@@ -21,7 +21,8 @@ from rocketfilter.jobs.common import OneLineArgumentParser, exit_code, guarded
 __all__ = ["main", "build_parser", "guarded", "OneLineArgumentParser", "COMMANDS"]
 
 # The job modules under rocketfilter.jobs, in the order `rocketfilter --help` lists them.
-COMMANDS = ("demo", "import_store", "replay", "pull", "offsets", "lint", "groups", "why", "maintenance")
+COMMANDS = ("demo", "import_store", "topics", "describe", "replay", "pull", "offsets", "lint", "groups", "why",
+            "maintenance")
 
 
 def _version() -> str:
