@@ -57,8 +57,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    args.prog = f"{prog} {args.command}"
-    return guarded(args.prog, lambda: args.handler(args, None))
+    args.prog = getattr(args, "command_prog", None) or f"{prog} {args.command}"
+    return guarded(args.prog, lambda: args.handler(args, None), verbose=getattr(args, "verbose", False))
 
 
 if __name__ == "__main__":

@@ -43,10 +43,14 @@ def _common(parser: argparse.ArgumentParser, topic_required: bool) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     subcommands = parser.add_subparsers(dest="offsets_command", metavar="SUBCOMMAND", required=True,
                                         parser_class=type(parser))
-    show = subcommands.add_parser("show", help="committed offset, min/max offset and lag per queue")
+    show = subcommands.add_parser("show", help="committed offset, min/max offset and lag per queue",
+                                  description="Show a consumer group's committed offset, min and max offset and "
+                                              "lag per queue of a topic, or of every topic it has offsets on.")
     _common(show, topic_required=False)
     show.set_defaults(handler=run_show)
-    reset = subcommands.add_parser("reset", help="commit new offsets for a topic's queues")
+    reset = subcommands.add_parser("reset", help="commit new offsets for a topic's queues",
+                                   description="Commit new offsets for a consumer group on a topic's queues: "
+                                               "the earliest, the latest, an offset, or the first at a time.")
     _common(reset, topic_required=True)
     target = reset.add_mutually_exclusive_group(required=True)
     target.add_argument("--to-offset", type=common.offset_type, metavar="N", help="this offset")
