@@ -217,3 +217,20 @@ def test_every_help_starts_with_a_whole_sentence_without_markup():
     helps = [a.help for p in [build_parser()] for a in p._actions if isinstance(a, argparse._SubParsersAction)
              for a in a._choices_actions]
     assert all(h and "``" not in h for h in helps)
+
+
+def test_a_spark_error_with_its_jvm_stack_is_not_said_twice():
+    """pyspark's AnalysisException text: the message, then the JVM stack that repeats it."""
+    class AnalysisException(Exception):
+        pass
+
+    text = ("[TABLE_OR_VIEW_NOT_FOUND] The table or view `t` cannot be found.\n\nJVM stacktrace:\n"
+            "org.apache.spark.sql.AnalysisException: [TABLE_OR_VIEW_NOT_FOUND] The table or view `t` cannot be found.\n"
+            "\tat org.apache.spark.sql.errors.QueryCompilationErrors$.tableNotFound(QueryCompilationErrors.scala:1)\n")
+    assert error_line(AnalysisException(text)) == \
+        "AnalysisException: [TABLE_OR_VIEW_NOT_FOUND] The table or view `t` cannot be found."
+
+    class Unprintable(Exception):
+        def __str__(self):
+            raise RuntimeError("the JVM is gone")
+    assert error_line(Unprintable("x")).startswith("Unprintable: ")

@@ -147,3 +147,28 @@ def test_bad_input_is_one_line(store, tmp_path, capsys, argv, code, says):
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1 and says in err and "Traceback" not in err
     assert not (tmp_path / "missing").exists()
+
+
+def test_a_fresh_process_answers_without_a_jvm(store):
+    """``topics`` and ``describe`` in a new process: their answers, and no JVM gateway afterwards."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    script = ("import json, sys, io, contextlib\n"
+              "from rocketfilter.cli import main\n"
+              "out = io.StringIO()\n"
+              "with contextlib.redirect_stdout(out):\n"
+              "    codes = [main(['topics', '--store', sys.argv[1], '--json']),\n"
+              "             main(['describe', '--store', sys.argv[1], '--topic', 'Prices', '--json'])]\n"
+              "from pyspark import SparkContext\n"
+              "print(json.dumps({'codes': codes, 'jvm': SparkContext._gateway is not None, 'out': out.getvalue()}))\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "PYSPARK_GATEWAY_PORT")}
+    env["PYTHONPATH"] = str(repo)
+    done = subprocess.run([sys.executable, "-c", script, store.uri], cwd=repo, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["codes"] == [0, 0] and result["jvm"] is False
+    assert '"messages": 10' in result["out"] and '"sampled_messages": 10' in result["out"]

@@ -27,6 +27,14 @@ _GRPC_DETAILS = re.compile(r'details\s*=\s*"(.*)"')
 _JAVA = re.compile(r"^(?:Caused by: |: )?((?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)\b.*)$")
 
 
+def _text(exc: BaseException) -> str:
+    """``str(exc)``, never raising: a Py4J error asks the JVM, which may be gone."""
+    try:
+        return str(exc)
+    except Exception:  # noqa: BLE001
+        return repr(exc.args)
+
+
 def chain(exc: BaseException) -> List[BaseException]:
     """``exc`` and its causes, outermost first: ``__cause__``, else ``__context__`` (also when
     suppressed with ``from None``, which is where pyspark leaves the gRPC error)."""
@@ -46,7 +54,7 @@ def grpc_cause(exc: BaseException) -> Optional[str]:
         except Exception:  # noqa: BLE001 - a look at the error must not raise
             code = details = None
     if code is None:
-        text = str(exc)
+        text = _text(exc)
         status, said = _GRPC_STATUS.search(text), _GRPC_DETAILS.search(text)
         if status is None:
             return None
@@ -57,15 +65,16 @@ def grpc_cause(exc: BaseException) -> Optional[str]:
 def java_cause(exc: BaseException) -> Optional[str]:
     """The innermost Java exception a Py4J (or a Spark) error's text names: the last
     ``Caused by:`` line, else the first Java exception line."""
-    found = [m.group(1).strip() for m in map(_JAVA.match, str(exc).splitlines()) if m]
+    lines = _text(exc).splitlines()
+    found = [m.group(1).strip() for m in map(_JAVA.match, lines) if m]
     if not found:
         return None
-    causes = [line for line in str(exc).splitlines() if line.startswith("Caused by: ")]
+    causes = [line for line in lines if line.startswith("Caused by: ")]
     return _JAVA.match(causes[-1]).group(1).strip() if causes else found[0]
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
+    text = _text(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0].strip()}" if text else type(exc).__name__
 
 
@@ -88,8 +97,9 @@ def error_line(exc: BaseException) -> str:
             break
     if inner is None and len(links) > 1:
         inner = _first_line(links[-1])
-    if not inner or inner in head:
-        return head
+    said = inner.split(": ", 1)[-1][:80] if inner else ""
+    if not inner or inner in head or said in head:
+        return head   # the first line says it already (a Spark error and its JVM stack trace)
     if _said_nothing(head):
         return f"{type(exc).__name__}: {inner}"
     return f"{head} {inner}" if head.endswith(":") else f"{head}; caused by {inner}"
@@ -99,6 +109,6 @@ def error_chain(exc: BaseException) -> List[str]:
     """Every exception of the chain, outermost first, with its whole message (``--verbose``)."""
     lines = []
     for i, link in enumerate(chain(exc)):
-        text = str(link).rstrip()
+        text = _text(link).rstrip()
         lines.append(("" if i == 0 else "caused by: ") + f"{type(link).__name__}: {text}")
     return lines
