@@ -45,6 +45,12 @@ def _changed(settings: dict, default) -> list:
     return [f"{k}={v}" for k, v in settings.items() if base.get(k) != v]
 
 
+def _values(values: list, shown: int = 3, width: int = 24) -> str:
+    """A few sample values, each quoted as Java source would (so blanks and commas show)."""
+    cut = [v if len(v) <= width else v[:width - 1] + "…" for v in values[:shown]]
+    return ", ".join(repr(v) for v in cut) + (", ..." if len(values) > shown else "")
+
+
 def format_description(info: dict) -> str:
     """``describe``'s answer as text."""
     from rocketfilter.config import BrokerConfig, MessageStoreConfig
@@ -84,7 +90,7 @@ def format_description(info: dict) -> str:
     props = info.get("properties")
     if props is not None:
         out += ["", f"properties of {props['topic']} in its newest {props['sampled_messages']} messages:"]
-        rows = [[p["name"], p["messages"], *p["kinds"].values(), ", ".join(p["values"])] for p in props["properties"]]
+        rows = [[p["name"], p["messages"], *p["kinds"].values(), _values(p["values"])] for p in props["properties"]]
         if rows:
             kinds = [k + "-like" if k in ("int", "double", "boolean") else k for k in props["properties"][0]["kinds"]]
             out.append(format_table(["property", "messages", *kinds, "values"], rows))

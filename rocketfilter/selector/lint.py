@@ -261,12 +261,14 @@ def _nan_or_infinity_value(ctx: LintContext):
         for result in (True, False):
             values = [v for v, r in met if r is result][:3]
             if values:
-                counted = [f"{quote(v)} ({ctx.count(prop, v)})" for v in values]
+                counted = [quote(v) + ("" if len(met) == 1 else f" ({ctx.count(prop, v)})") for v in values]
                 parts.append(f"{_WORD[result]} on {prop} = " + (counted[0] if len(counted) == 1 else
                              ", ".join(counted[:-1]) + " and " + counted[-1]))
-        message = (f"`{src}` is " + " and ".join(parts) + f" ({total} of the sampled "
-                   f"messages): Double.valueOf reads them as NaN or Infinity, and Java's "
-                   "Double.compareTo orders NaN above every number and Infinity beyond every finite one")
+        many = "" if total == 1 else "s"
+        counted = f" ({total} sampled message{many})" if len(met) == 1 else f", {total} sampled messages in all"
+        message = (f"`{src}` is " + " and ".join(parts) + counted + ": "
+                   "Double.valueOf reads such values as NaN or Infinity, and Java's Double.compareTo "
+                   "orders NaN above every number and Infinity beyond every finite one")
         listed = ", ".join(quote(v) for v, _ in met)
         passing = [v for v, result in met if result is True]
         if passing:
