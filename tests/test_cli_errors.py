@@ -234,3 +234,11 @@ def test_a_spark_error_with_its_jvm_stack_is_not_said_twice():
         def __str__(self):
             raise RuntimeError("the JVM is gone")
     assert error_line(Unprintable("x")).startswith("Unprintable: ")
+
+
+def test_a_real_py4j_failure_names_the_java_exception(spark, capsys):
+    """A call into the JVM that throws: the line is the Java exception, not Py4J's call site."""
+    missing = "/nonexistent-rocketfilter/commitlog.parquet"
+    assert common.guarded("rf", lambda: spark._jvm.java.io.FileInputStream(missing)) == 1
+    assert capsys.readouterr().err == \
+        f"rf: error: Py4JJavaError: java.io.FileNotFoundException: {missing} (No such file or directory)\n"
