@@ -217,6 +217,8 @@ def test_every_help_starts_with_a_whole_sentence_without_markup():
     helps = [a.help for p in [build_parser()] for a in p._actions if isinstance(a, argparse._SubParsersAction)
              for a in a._choices_actions]
     assert all(h and "``" not in h for h in helps)
+    why = next(p for p in parsers if p.prog == "rocketfilter why")
+    assert "4 NOT_FOUND" in why.epilog and "2 bad input (such as a malformed --msg-id)" in why.epilog
 
 
 def test_a_spark_error_with_its_jvm_stack_is_not_said_twice():

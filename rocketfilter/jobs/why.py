@@ -22,6 +22,8 @@ from rocketfilter.jobs import common
 NAME = "why"
 HELP = "why a consumer group did or did not consume one message"
 NOT_FOUND_EXIT = 4
+EPILOG = (f"Exit codes: 0 a trace (whatever its verdict but NOT_FOUND), {NOT_FOUND_EXIT} NOT_FOUND (the store "
+          "does not hold the message), 2 bad input (such as a malformed --msg-id), 1 anything else.")
 # An offset msgId (16 or 28 bytes: IPv4 or IPv6 host, port, commit-log offset) or a client's
 # UNIQ_KEY (16 or 28 bytes from MessageClientIDSetter; 17 from a 5.x gRPC client: "01" + 16).
 _MSG_ID = re.compile(r"[0-9A-Fa-f]{32}|[0-9A-Fa-f]{34}|[0-9A-Fa-f]{56}")
@@ -49,7 +51,8 @@ def add_why_arguments(parser: argparse.ArgumentParser) -> None:
 
 def register(subparsers) -> None:
     """Add ``why`` to the ``rocketfilter`` command (``rocketfilter.cli.COMMANDS``)."""
-    add_why_arguments(subparsers.add_parser(NAME, help=HELP, description=common.first_line(__doc__)))
+    add_why_arguments(subparsers.add_parser(NAME, help=HELP, description=common.first_line(__doc__),
+                                            epilog=EPILOG))
 
 
 def _lookup(args: argparse.Namespace) -> dict:
