@@ -13,11 +13,13 @@
 # MAGIC 5. a plot of messages per consumer and lost messages per reason.
 # MAGIC
 # MAGIC The store goes to the `STORE` widget or environment variable, else to a new temporary
-# MAGIC directory. Elsewhere than Databricks run it as `python notebooks/03_consumer_groups.py`.
+# MAGIC directory, which the last cell removes (with the plot in it: give `STORE` to keep both).
+# MAGIC Elsewhere than Databricks run it as `python notebooks/03_consumer_groups.py`.
 
 # COMMAND ----------
 
 import os
+import shutil
 import sys
 import tempfile
 
@@ -42,6 +44,7 @@ try:
     STORE = dbutils.widgets.get("STORE")  # noqa: F821
 except NameError:
     STORE = os.environ.get("STORE", "")
+TEMPORARY = not STORE   # made here, so removed by the last cell
 STORE = STORE or tempfile.mkdtemp(prefix="rf-groups-")
 TOPIC, GROUP = "SUBSCRIBE_TEST", "GID_seed003"
 print("store:", STORE)
@@ -148,3 +151,16 @@ a.subscribe(TOPIC, "tagA || tagB")
 b.subscribe(TOPIC, "tagA || tagB")
 fixed = diagnose_group(store, GROUP, TOPIC)
 print("consistent:", fixed.consistent, "| consumed:", fixed.consumed_counts(), "| lost:", fixed.lost_counts())
+
+# COMMAND ----------
+
+# MAGIC %md
+# MAGIC ## Clean up
+# MAGIC A store this notebook made in a temporary directory is removed (one given as `STORE` is
+# MAGIC kept).
+
+# COMMAND ----------
+
+if TEMPORARY:
+    shutil.rmtree(STORE, ignore_errors=True)
+    print("removed the temporary store", STORE)

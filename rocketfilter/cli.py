@@ -21,7 +21,8 @@ from rocketfilter.jobs.common import OneLineArgumentParser, exit_code, guarded
 __all__ = ["main", "build_parser", "guarded", "OneLineArgumentParser", "COMMANDS"]
 
 # The job modules under rocketfilter.jobs, in the order `rocketfilter --help` lists them.
-COMMANDS = ("demo", "import_store", "replay", "pull", "offsets", "lint", "groups", "why", "maintenance")
+COMMANDS = ("demo", "import_store", "topics", "describe", "replay", "pull", "offsets", "lint", "groups", "why",
+            "maintenance")
 
 
 def _version() -> str:
@@ -56,8 +57,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    args.prog = f"{prog} {args.command}"
-    return guarded(args.prog, lambda: args.handler(args, None))
+    args.prog = getattr(args, "command_prog", None) or f"{prog} {args.command}"
+    return guarded(args.prog, lambda: args.handler(args, None), verbose=getattr(args, "verbose", False))
 
 
 if __name__ == "__main__":

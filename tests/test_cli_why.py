@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from rocketfilter.cli import main
+from rocketfilter.jobs.why import NOT_FOUND_EXIT
+from rocketfilter.message import offset_msg_id
 from rocketfilter.store import MessageStore
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,6 +53,8 @@ def test_bad_input_is_one_line_before_spark(seeded, tmp_path, capsys, monkeypatc
         (base + ["--topic", "Nope", "--queue", "0", "--offset", "0"], 2, "topic 'Nope' does not exist in store"),
         (base + ["--msg-id", "X", "--client-id", "Z"], 2, "--client-id 'Z' is not a consumer of group 'GID_seed003'"),
         (base + ["--key", "k", "--max-msg-nums", "0"], 2, "max_msg_nums must be an integer from 1"),
+        (base + ["--msg-id", "NOTANID"], 2, "--msg-id 'NOTANID' is not a message id"),
+        (base + ["--msg-id", "7F00000100002A9F00000000000002"], 2, "is not a message id"),
         (["why", "--store", str(tmp_path / "nowhere"), "--group-file", str(group_file), "--key", "k"], 1,
          "StoreNotFoundError: no rocketfilter store at"),
     ]
@@ -97,5 +101,9 @@ def test_traces_by_position_msg_id_and_key(seeded, capsys):
     assert ": PENDING (" in capsys.readouterr().out
     assert main(base + ["--key", "order-0", "--topic", TOPIC, "--client-id", "A"]) == 0
     assert "consumer A: FILTERED_BY_TAG_CODE" in capsys.readouterr().out
-    assert main(base + ["--topic", TOPIC, "--queue", "0", "--offset", "9"]) == 0
+    # NOT_FOUND has its own exit code (issue 19.3): by position, and by a well-formed id not there.
+    assert main(base + ["--topic", TOPIC, "--queue", "0", "--offset", "9"]) == NOT_FOUND_EXIT == 4
+    assert ": NOT_FOUND (" in capsys.readouterr().out
+    absent = offset_msg_id("127.0.0.1:10911", None, 987654321)
+    assert main(base + ["--msg-id", absent]) == NOT_FOUND_EXIT
     assert ": NOT_FOUND (" in capsys.readouterr().out

@@ -10,9 +10,15 @@ NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_consumer_grou
 
 
 def test_consumer_groups_notebook(spark, tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("STORE", str(tmp_path / "store"))
+    """Without STORE the notebook makes a temporary store, and removes it at the end (issue 19.3)."""
+    import tempfile
+
+    monkeypatch.delenv("STORE", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))   # where mkdtemp makes it
     names = runpy.run_path(str(NOTEBOOK), init_globals={"spark": spark}, run_name="__notebook__")
     out = capsys.readouterr().out
+    assert names["TEMPORARY"] and names["STORE"].startswith(str(tmp_path))
+    assert f"removed the temporary store {names['STORE']}" in out and list(tmp_path.iterdir()) == []
     diagnosis = names["diagnosis"]
     assert diagnosis.consumed_counts() == {"A": 0, "B": 2}
     assert diagnosis.lost_counts() == {"filtered_by_group_subscription": 4, "dropped_by_client_recheck": 2}

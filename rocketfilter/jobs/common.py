@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import re
 import sys
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
@@ -21,7 +22,13 @@ PROGRESS_OPTIONS: Dict[str, object] = {}
 
 
 class OneLineArgumentParser(argparse.ArgumentParser):
-    """argparse with usage errors reported as a single ``prog: error: ...`` line."""
+    """argparse with usage errors reported as a single ``prog: error: ...`` line. Each parser
+    leaves its ``prog`` as ``command_prog`` in the namespace, the deepest one last, so a
+    command's own errors name it as its usage errors do (``rocketfilter offsets reset``)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.set_defaults(command_prog=self.prog)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
@@ -151,6 +158,16 @@ def require_topic(tables, topic: str) -> None:
         raise ValueError(f"topic {topic!r} does not exist in store {tables.uri} (topics: {names})")
 
 
+def require_group(tables, group: str) -> None:
+    """ValueError naming the store's groups when ``group`` is not stored in it (no Spark)."""
+    from rocketfilter.store.groups import list_groups
+
+    known = list_groups(tables)
+    if group not in known:
+        raise ValueError(f"no consumer group {group!r} in store {tables.uri} (groups: {', '.join(known) or 'none'}); "
+                         "save it with save_group, or give its --group-file")
+
+
 def open_store(args: argparse.Namespace, spark, *, create: bool = False):
     """The store at ``--store`` on ``spark``, with the settings of the session and ``--conf``."""
     from rocketfilter.conf_sources import SPARK_PREFIX, spark_conf_items
@@ -242,25 +259,24 @@ def progress_block(args: argparse.Namespace, spark, label: str, **kwargs):
 
 # --- running a command -------------------------------------------------------------------------
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
-
-
-def guarded(prog: str, action: Callable[[], int]) -> int:
+def guarded(prog: str, action: Callable[[], int], *, verbose: bool = False) -> int:
     """Run ``action``, turning any exception into one stderr line and an exit code: 2 for bad
-    input (a ValueError: selector syntax, names, settings), 1 for anything else, 130 on Ctrl-C."""
+    input (a ValueError: selector syntax, names, settings), 1 for anything else, 130 on Ctrl-C.
+    The line names the innermost cause (:func:`rocketfilter.jobs.errors.error_line`: a gRPC
+    status and detail, a Java exception's message); ``verbose`` adds the whole chain below it."""
+    from rocketfilter.jobs.errors import error_chain, error_line
+
     try:
         return action()
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
-    except ValueError as exc:
-        print(f"{prog}: error: {_first_line(exc)}", file=sys.stderr)
-        return 2
     except Exception as exc:  # noqa: BLE001 - the contract is no traceback, whatever failed
-        print(f"{prog}: error: {_first_line(exc)}", file=sys.stderr)
-        return 1
+        print(f"{prog}: error: {error_line(exc)}", file=sys.stderr)
+        if verbose:
+            for line in error_chain(exc):
+                print("  " + line.replace("\n", "\n  "), file=sys.stderr)
+        return 2 if isinstance(exc, ValueError) else 1
 
 
 def exit_code(done: SystemExit) -> int:
@@ -278,10 +294,18 @@ def run_standalone(prog: str, description: str, add_arguments: Callable[[argpars
         args = parser.parse_args(argv)
     except SystemExit as done:
         return exit_code(done)
-    args.prog = prog
-    return guarded(prog, lambda: args.handler(args, spark))
+    args.prog = getattr(args, "command_prog", None) or prog
+    return guarded(args.prog, lambda: args.handler(args, spark), verbose=getattr(args, "verbose", False))
 
 
 def first_line(doc: Optional[str]) -> str:
-    """A module docstring's first line, for a parser's description."""
-    return (doc or "").strip().splitlines()[0] if doc and doc.strip() else ""
+    r"""A module docstring's first paragraph as one line of plain text (reST's ``literals`` and
+    :func:`roles` unwrapped), for a parser's description: never cut mid-sentence.
+
+    >>> first_line("``rocketfilter why``: why a group did, or did not,\n:func:`consume` one.\n\nMore.")
+    'rocketfilter why: why a group did, or did not, consume one.'
+    """
+    paragraph = (doc or "").strip().split("\n\n")[0]
+    text = " ".join(paragraph.split())
+    text = re.sub(r":[\w:]+:`~?([^`]+)`", r"\1", text)
+    return re.sub(r"``([^`]+)``", r"\1", text)

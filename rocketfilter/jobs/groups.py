@@ -39,9 +39,13 @@ def add_groups_arguments(parser: argparse.ArgumentParser) -> None:
     """``diagnose`` and ``replay`` under ``parser``."""
     commands = parser.add_subparsers(dest="groups_command", metavar="SUBCOMMAND", required=True,
                                      parser_class=type(parser))
-    diagnose = commands.add_parser("diagnose", help="who subscribes what, who owns which queues, what is lost and why")
+    diagnose = commands.add_parser("diagnose", help="who subscribes what, who owns which queues, what is lost and why",
+                                   description="Diagnose a consumer group on a store: who subscribes what, who "
+                                               "owns which queues, which messages are lost and why.")
     _common(diagnose, topic_required=False)
-    replay = commands.add_parser("replay", help="the messages each consumer of the group consumes")
+    replay = commands.add_parser("replay", help="the messages each consumer of the group consumes",
+                                 description="Replay a consumer group on a store's topic: the messages each of "
+                                             "its consumers consumes.")
     _common(replay, topic_required=True)
     replay.add_argument("--output", help="write the consumed messages as parquet here (overwrites)")
     replay.add_argument("--commit", action="store_true",
@@ -59,7 +63,11 @@ def _checked(args: argparse.Namespace):
 
     common.check_settings(args)
     group = ConsumerGroup.from_file(args.group_file) if args.group_file else validate_group(args.group)
-    common.peek_store(args)  # StoreNotFoundError before Spark starts
+    tables = common.peek_store(args)  # StoreNotFoundError before Spark starts
+    if args.group_file is None:
+        common.require_group(tables, group)
+    if args.topic is not None:
+        common.require_topic(tables, args.topic)
     return group
 
 

@@ -81,7 +81,9 @@ def run(args: argparse.Namespace, spark=None) -> int:
         if isinstance(error, ValueError):
             raise  # bad input (an unknown topic): exit 2
         # No store, unreadable files: exit 3, which CI can tell from 1 (findings).
-        print(f"{args.prog}: error: {type(error).__name__}: {str(error).strip().splitlines()[0]}", file=sys.stderr)
+        from rocketfilter.jobs.errors import error_line
+
+        print(f"{args.prog}: error: {error_line(error)}", file=sys.stderr)
         return COULD_NOT_RUN
     if note:
         print(note)

@@ -41,9 +41,13 @@ def add_backfill_arguments(parser: argparse.ArgumentParser) -> None:
 
 def register(subparsers) -> None:
     add_promote_arguments(subparsers.add_parser(
-        "promote", help="parse properties once: typed CommitLog columns", description=common.first_line(__doc__)))
+        "promote", help="parse properties once: typed CommitLog columns",
+        description="rocketfilter promote: parse properties once into typed CommitLog columns, rewriting the "
+                    "files that hold them."))
     add_backfill_arguments(subparsers.add_parser(
-        "backfill", help="compute exact subscription bits for history", description=common.first_line(__doc__)))
+        "backfill", help="compute exact subscription bits for history",
+        description="rocketfilter backfill: compute the registered subscriptions' exact bits over the "
+                    "ConsumeQueue's history."))
 
 
 def _open(args: argparse.Namespace, spark=None):

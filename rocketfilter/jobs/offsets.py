@@ -8,7 +8,9 @@
 ``show`` prints, per queue, the committed offset (empty when the group has none), the queue's
 min and max offset and the lag, as ``mqadmin consumerProgress`` computes its Diff: the max
 offset minus the committed offset, counting from 0 when none is committed. Without ``--topic``
-it shows every topic the group committed an offset on.
+it shows every topic the group committed an offset on (and, for a stored group, every topic it
+subscribes); for a group with none it says which topics the store has and which groups have
+committed offsets.
 
 ``reset`` commits new offsets for the topic's read queues (or only ``--queue``): each queue's
 min offset (``--to-earliest``), max offset (``--to-latest``), the first offset stored at or after
@@ -41,10 +43,14 @@ def _common(parser: argparse.ArgumentParser, topic_required: bool) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     subcommands = parser.add_subparsers(dest="offsets_command", metavar="SUBCOMMAND", required=True,
                                         parser_class=type(parser))
-    show = subcommands.add_parser("show", help="committed offset, min/max offset and lag per queue")
+    show = subcommands.add_parser("show", help="committed offset, min/max offset and lag per queue",
+                                  description="Show a consumer group's committed offset, min and max offset and "
+                                              "lag per queue of a topic, or of every topic it has offsets on.")
     _common(show, topic_required=False)
     show.set_defaults(handler=run_show)
-    reset = subcommands.add_parser("reset", help="commit new offsets for a topic's queues")
+    reset = subcommands.add_parser("reset", help="commit new offsets for a topic's queues",
+                                   description="Commit new offsets for a consumer group on a topic's queues: "
+                                               "the earliest, the latest, an offset, or the first at a time.")
     _common(reset, topic_required=True)
     target = reset.add_mutually_exclusive_group(required=True)
     target.add_argument("--to-offset", type=common.offset_type, metavar="N", help="this offset")
@@ -90,22 +96,23 @@ def _warn_if_lagging(args: argparse.Namespace, tables) -> None:
 
 def progress_rows(tables, group: str, topic: Optional[str]) -> List[list]:
     """``[topic, queue, committed or None, min, max, lag]`` per queue."""
+    from rocketfilter.store.describe import group_progress
+
+    return [[r["topic"], r["queue_id"], r["committed"], r["min_offset"], r["max_offset"], r["lag"]]
+            for r in group_progress(tables, group, topic)]
+
+
+def _nothing_committed(tables, group: str) -> str:
+    """What to say of a group with no offsets: which topics there are, and which groups do have
+    offsets (a misspelt group name is the usual reason)."""
     from rocketfilter.store.offsets import consumer_offsets
     from rocketfilter.store.topics import topics
 
-    committed = consumer_offsets(tables, group, topic)
-    known = topics(tables)
-    names = [topic] if topic is not None else sorted({t for _, t, _ in committed})
-    rows = []
-    for name in names:
-        config = known.get(name)
-        queues = set(range(config.read_queue_nums)) if config is not None else set()
-        queues |= {q for g, t, q in committed if t == name}
-        for q in sorted(queues):
-            lo, hi = _bounds(tables, name, q)
-            offset = committed.get((group, name, q))
-            rows.append([name, q, offset, lo, hi, max(0, hi - (offset or 0))])
-    return rows
+    names = ", ".join(sorted(topics(tables))) or "none"
+    others = sorted({g for g, _, _ in consumer_offsets(tables)})
+    shown = ", ".join(others[:10]) + (f" and {len(others) - 10} more" if len(others) > 10 else "")
+    return (f"group {group} has no committed offsets in store {tables.uri}; its topics: {names}; "
+            f"groups with committed offsets: {shown or 'none'}")
 
 
 def run_show(args: argparse.Namespace, spark=None) -> int:
@@ -117,7 +124,7 @@ def run_show(args: argparse.Namespace, spark=None) -> int:
     _warn_if_lagging(args, tables)
     rows = progress_rows(tables, args.group, args.topic)
     if not rows:
-        print(f"group {args.group} has no committed offsets in store {tables.uri}")
+        print(_nothing_committed(tables, args.group))
         return 0
     print(format_table(["topic", "queue", "committed", "min", "max", "lag"], rows))
     print(f"{args.group}: lag {sum(r[5] for r in rows)} over {len(rows)} queues")

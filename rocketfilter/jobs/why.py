@@ -5,19 +5,28 @@
     rocketfilter why --store /data/rf --group-file g.json --topic T --queue 1 --offset 7 [--client-id C]
 
 Prints :func:`rocketfilter.groups.explain_message.explain_message`'s trace: the verdict on the
-first line, then each step. Arguments, the group file and the store's existence are checked
-before Spark starts; errors are one line (exit 2 for bad input, such as an unknown topic; 1 for
-anything else, such as a missing store); a trace, whatever its verdict, exits 0. ``--conf``,
+first line, then each step. Arguments, the group file, a stored group's name, the form of a
+``--msg-id`` and the store's existence are checked before Spark starts; errors are one line
+(exit 2 for bad input, such as an unknown topic or a malformed ``--msg-id``; 1 for anything else,
+such as a missing store). A trace exits 0 whatever its verdict but NOT_FOUND (a well-formed id,
+key or position the store does not hold), which exits 4 (:data:`NOT_FOUND_EXIT`). ``--conf``,
 ``--master``/``--remote`` and ``--verbose`` as for every command.
 """
 from __future__ import annotations
 
 import argparse
+import re
 
 from rocketfilter.jobs import common
 
 NAME = "why"
 HELP = "why a consumer group did or did not consume one message"
+NOT_FOUND_EXIT = 4
+EPILOG = (f"Exit codes: 0 a trace (whatever its verdict but NOT_FOUND), {NOT_FOUND_EXIT} NOT_FOUND (the store "
+          "does not hold the message), 2 bad input (such as a malformed --msg-id), 1 anything else.")
+# An offset msgId (16 or 28 bytes: IPv4 or IPv6 host, port, commit-log offset) or a client's
+# UNIQ_KEY (16 or 28 bytes from MessageClientIDSetter; 17 from a 5.x gRPC client: "01" + 16).
+_MSG_ID = re.compile(r"[0-9A-Fa-f]{32}|[0-9A-Fa-f]{34}|[0-9A-Fa-f]{56}")
 
 
 def add_why_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +51,8 @@ def add_why_arguments(parser: argparse.ArgumentParser) -> None:
 
 def register(subparsers) -> None:
     """Add ``why`` to the ``rocketfilter`` command (``rocketfilter.cli.COMMANDS``)."""
-    add_why_arguments(subparsers.add_parser(NAME, help=HELP, description=common.first_line(__doc__)))
+    add_why_arguments(subparsers.add_parser(NAME, help=HELP, description=common.first_line(__doc__),
+                                            epilog=EPILOG))
 
 
 def _lookup(args: argparse.Namespace) -> dict:
@@ -79,7 +89,12 @@ def _checked(args: argparse.Namespace):
     if args.client_id is not None and isinstance(group, ConsumerGroup) and args.client_id not in group.consumer_ids():
         raise ValueError(f"--client-id {args.client_id!r} is not a consumer of group {group.group!r} "
                          f"(consumers: {', '.join(group.consumer_ids()) or 'none'})")
+    if args.msg_id is not None and not _MSG_ID.fullmatch(args.msg_id):
+        raise ValueError(f"--msg-id {args.msg_id!r} is not a message id: an offset msgId (32 or 56 hex digits) "
+                         "or a client's UNIQ_KEY (32, 34 or 56 hex digits) was expected")
     tables = common.peek_store(args)  # StoreNotFoundError before Spark starts
+    if args.group is not None:
+        common.require_group(tables, args.group)
     if args.topic is not None:
         common.require_topic(tables, args.topic)
     return group, lookup
@@ -92,8 +107,9 @@ def why_command(args: argparse.Namespace, spark=None) -> int:
 
     spark = common.start_spark(args, "rocketfilter-why", spark)
     store = common.open_store(args, spark)
-    print(explain_message(store, group, client_id=args.client_id, max_msg_nums=args.max_msg_nums, **lookup))
-    return 0
+    trace = explain_message(store, group, client_id=args.client_id, max_msg_nums=args.max_msg_nums, **lookup)
+    print(trace)
+    return NOT_FOUND_EXIT if trace.verdict == "NOT_FOUND" else 0
 
 
 def main(argv=None, *, spark=None, prog: str = "rocketfilter why") -> int:

@@ -55,33 +55,42 @@ def outcome(expression: str, props: Mapping[str, str]):
         return ERROR
 
 
-def knowledge(known) -> Tuple[Optional[frozenset], Dict[str, tuple]]:
-    """known_properties as (names or None, samples by name); refuses what cannot be meant."""
+def knowledge(known) -> Tuple[Optional[frozenset], Dict[str, tuple], Dict[str, Dict[str, int]]]:
+    """known_properties as (names or None, samples by name, {name: {value: count}}); refuses
+    what cannot be meant. A property's values may be an iterable (each occurrence counts once)
+    or a mapping value -> how many messages carry it (a store sample's counts)."""
     if known is None:
-        return None, {}
+        return None, {}, {}
     if isinstance(known, (str, bytes)):
         raise TypeError("known_properties must be property names or a mapping of name -> sample "
                         f"values, not a single {type(known).__name__}")
     samples: Dict[str, tuple] = {}
+    counts: Dict[str, Dict[str, int]] = {}
     if isinstance(known, Mapping):
         for name, values in known.items():
             if isinstance(values, (str, bytes)) or not isinstance(values, (Iterable, type(None))):
                 raise TypeError(f"known_properties[{name!r}] must be an iterable of sample "
                                 f"values, not {type(values).__name__}")
-            kept = []
+            kept, counted = [], {}
             for v in values or ():
                 if v is None or v == "":  # absent; the broker has no empty values (§5.1)
                     continue
                 if not isinstance(v, str):
                     raise TypeError(f"sample value {v!r} of {name!r} is a {type(v).__name__}: "
                                     "give values as the broker sees them, as strings")
+                n = values[v] if isinstance(values, Mapping) else 1
+                if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                    raise TypeError(f"the count of sample value {v!r} of {name!r} must be a positive "
+                                    f"int, got {n!r}")
                 kept.append(v)
+                counted[v] = counted.get(v, 0) + n
             samples[name] = tuple(dict.fromkeys(kept))
+            counts[name] = counted
     names = frozenset(known)
     bad = [n for n in names if not isinstance(n, str)]
     if bad:
         raise TypeError(f"property names must be strings, got {bad[0]!r}")
-    return names, samples
+    return names, samples, counts
 
 
 @dataclass
@@ -91,6 +100,7 @@ class LintContext:
     tree: ParseTree
     names: Optional[frozenset]  # property names known to occur, or None (no knowledge)
     samples: Dict[str, tuple]  # sample values by property name (may be empty)
+    counts: Dict[str, Dict[str, int]] = field(default_factory=dict)  # how often each sample occurs
     parents: Dict[int, A.Node] = field(default_factory=dict)
     _sole: Dict[int, Optional[str]] = field(default_factory=dict)
     _written: Dict[int, Optional[str]] = field(default_factory=dict)
@@ -175,6 +185,10 @@ class LintContext:
 
     def values(self, name: str) -> tuple:
         return self.samples.get(name, ())
+
+    def count(self, name: str, value: str) -> int:
+        """How many sampled messages carry ``value`` for ``name`` (1 when counts are unknown)."""
+        return self.counts.get(name, {}).get(value, 1)
 
     def warning(self, code: str, where, message: str, fix: str,
                 claims: Iterable[Claim] = ()) -> SelectorWarning:

@@ -37,13 +37,14 @@ def lint(text: str, known_properties=None) -> List[SelectorWarning]:
     """The findings for selector `text`, in text order; SelectorSyntaxError if it does not compile.
 
     `known_properties` is None (nothing known), an iterable of property names known to occur,
-    or a mapping name -> iterable of sample values (strings, as the broker sees them).
+    or a mapping name -> sample values (strings, as the broker sees them): an iterable, or a
+    mapping value -> how many messages carry it (what a store sample gives).
 
     >>> [str(w) for w in lint("amount > 100", {"amount": ["19.99"]})]  # doctest: +ELLIPSIS
     ["col 10: `amount > 100` throws on amount = '19.99'...; write `amount > 100.0`..."]
     """
-    names, samples = knowledge(known_properties)
-    context = LintContext(text, parse_tree(text), names, samples)
+    names, samples, counts = knowledge(known_properties)
+    context = LintContext(text, parse_tree(text), names, samples, counts)
     order = {code: i for i, code in enumerate(CHECKS)}
     found = [w for fn in CHECKS.values() for w in fn(context)]
     return sorted(found, key=lambda w: (w.position is None, w.position or 0, order[w.code]))
@@ -232,6 +233,50 @@ def _non_numeric_value(ctx: LintContext):
                "(AND stops at FALSE)")
         yield ctx.warning("non-numeric-value", literals[0], message, fix,
                           [Claim(src, {prop: v}, ERROR) for v in bad[:3]])
+
+
+def _special_double(value: str) -> Optional[str]:
+    """"NaN" or "Infinity" when Double.valueOf reads `value` as such, else None."""
+    try:
+        number = J.double_value_of(value)
+    except J.NumberFormatError:
+        return None
+    if number != number:
+        return "NaN"
+    return "Infinity" if number in (float("inf"), float("-inf")) else None
+
+
+@check("nan-or-infinity-value")
+def _nan_or_infinity_value(ctx: LintContext):
+    """Double.valueOf reads 'NaN' and 'Infinity'; Double.compareTo puts NaN above every number
+    and Infinity above every finite one, so such values pass `>` comparisons (docs/selector.md)."""
+    for display, prop, literals in _numeric_comparisons(ctx):
+        src = ctx.source(display)
+        met = [(v, outcome(src, {prop: v})) for v in ctx.values(prop) if _special_double(v)]
+        met = [(v, result) for v, result in met if result in (True, False)]
+        if not met:
+            continue
+        total = sum(ctx.count(prop, v) for v, _ in met)
+        parts = []
+        for result in (True, False):
+            values = [v for v, r in met if r is result][:3]
+            if values:
+                counted = [quote(v) + ("" if len(met) == 1 else f" ({ctx.count(prop, v)})") for v in values]
+                parts.append(f"{_WORD[result]} on {prop} = " + (counted[0] if len(counted) == 1 else
+                             ", ".join(counted[:-1]) + " and " + counted[-1]))
+        many = "" if total == 1 else "s"
+        counted = f" ({total} sampled message{many})" if len(met) == 1 else f", {total} sampled messages in all"
+        message = (f"`{src}` is " + " and ".join(parts) + counted + ": "
+                   "Double.valueOf reads such values as NaN or Infinity, and Java's Double.compareTo "
+                   "orders NaN above every number and Infinity beyond every finite one")
+        listed = ", ".join(quote(v) for v, _ in met)
+        passing = [v for v, result in met if result is True]
+        if passing:
+            fix = f"to leave them out write `{prop} NOT IN ({listed}) AND {src}`"
+        else:
+            fix = f"to deliver them too write `{prop} IN ({listed}) OR {src}`"
+        yield ctx.warning("nan-or-infinity-value", display, message, fix,
+                          [Claim(src, {prop: v}, result) for v, result in met])
 
 
 @check("absent-property-negation")

@@ -16,6 +16,7 @@ from rocketfilter.hooks import get_message_function
 from rocketfilter.config import BrokerConfig, MessageStoreConfig, TopicConfig
 from rocketfilter.store import dispatch as _dispatch
 from rocketfilter.store import backfill as _backfill
+from rocketfilter.store import describe as _describe
 from rocketfilter.store import cq_units, groups, import_job, offsets, offsets_by_time, put, retention, sub_bits, topics
 from rocketfilter.store import promote as _promote
 from rocketfilter.store.tables import StoreTables
@@ -73,6 +74,19 @@ class MessageStore(StoreTables):
 
     def topic_config(self, topic: str) -> Optional[TopicConfig]:
         return topics.topic_config(self, topic)
+
+    def describe(self, topic: Optional[str] = None, *, sample: int = 1000) -> dict:
+        """What is in the store as plain data (dicts, lists, numbers, strings): its settings,
+        tables, topics with their queues (min/max offset, message count, first and last store
+        time), consumer groups with subscriptions and lag per queue, promoted properties and
+        registered subscriptions; with ``topic``, the most frequent property keys of its newest
+        ``sample`` messages and the kinds of value they hold. No Spark job runs; see
+        :mod:`.describe`.
+
+        >>> store.describe("Orders")["topics"][0]["messages"]          # doctest: +SKIP
+        12
+        """
+        return _describe.describe(self, topic, sample=sample)
 
     def commit_consumer_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         """Upsert the group's consume offset for one queue; ValueError for an invalid group or

@@ -134,3 +134,25 @@ def test_empty_samples_are_absent_values():
 def test_checks_are_registered_once_with_kebab_case_codes():
     assert all(re.fullmatch(r"[a-z]+(-[a-z]+)*", code) for code in CHECKS)
     assert len(CHECKS) >= 9
+
+
+def test_nan_and_infinity_are_counted_with_the_fix():
+    """Issue 19.4: `amount > 100.0` delivers amount = 'NaN' (Double.compareTo puts NaN above every
+    number): with a sample's counts the finding says how many and how to leave them out."""
+    known = {"amount": {"19.99": 900, "NaN": 49, "Infinity": 2, "250.5": 49}}
+    [w] = lint("amount > 100.0", known)
+    assert (w.code, w.position) == ("nan-or-infinity-value", 0)
+    assert "is TRUE on amount = 'NaN' (49) and 'Infinity' (2), 51 sampled messages in all: " in w.message
+    assert w.fix == "to leave them out write `amount NOT IN ('NaN', 'Infinity') AND amount > 100.0`"
+    rewrite = re.search(r"write `([^`]*)`", w.fix).group(1)
+    assert [_java(rewrite, {"amount": v}) for v in ("NaN", "Infinity", "250.5")] == [False, False, True]
+    _check_claims("amount > 100.0", known, [w])
+    # `<` fails them: the fix says how to deliver them if that is wanted.
+    [w] = lint("amount < 1.5", {"amount": ["NaN", "1.0", "NaN"]})
+    assert "is FALSE on amount = 'NaN' (2 sampled messages): " in w.message
+    assert "`amount IN ('NaN') OR amount < 1.5`" in w.fix
+    # An integer literal throws on NaN already (that finding says so); plain numbers say nothing.
+    assert [x.code for x in lint("amount > 100", {"amount": ["NaN"]})] == ["integer-literal-vs-decimal"]
+    assert lint("amount > 100.0", {"amount": ["1.5", "2"]}) == []
+    with pytest.raises(TypeError, match="positive int"):
+        lint("amount > 1.0", {"amount": {"NaN": 0}})
