@@ -4,10 +4,10 @@ line otherwise.
 :class:`Progress` reports the current phase and, where the phase counts something, "done of
 total" in the caller's units (files, messages)::
 
-    import: starting Spark  0:12                                   (a terminal, redrawn in place)
-    import: reading ━━━━━━╸━━━━━━━━━  12/40 files  30%  3.2 files/s  ETA 0:09
-    import: committing  40 files read  0:31
-    import: 40 files in 0:36 (1.1 files/s)                         (the summary, terminal or not)
+    import: starting Spark ━━━━━━━━ 0:12 elapsed                        (a terminal, redrawn in place)
+    import: reading ━━━╸━━━━ 12/40 files (30%) 3.2 files/s ETA 0:09
+    import: committing ━━━━━━━━ 40 files done, 0:31 elapsed
+    import: 40 files in 0:36 (1.1 files/s)                              (the summary, terminal or not)
 
 The rules, so that the display tells the truth and quick work stays silent:
 

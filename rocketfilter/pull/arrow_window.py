@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from rocketfilter.pull.bits import filter_key, usable
+from rocketfilter.pull import bits
 from rocketfilter.pull.filter import PROPERTY_RETRY_TOPIC, RetryFilterError
 from rocketfilter.store import schema as S
 from rocketfilter.store.delta_write import filesystem_path
@@ -218,16 +218,16 @@ def read_window(store, topic: str, queue_id: int, start: int, end: int, message_
 
     where = [("topic", "=", topic), ("queue_id", "=", queue_id),
              ("queue_offset", ">=", start), ("queue_offset", "<", end)]
-    slot = usable(store, topic, filter_key(message_filter), {queue_id: start})
+    slot = bits.usable(store, topic, bits.filter_key(message_filter), {queue_id: start})
     columns = _CQ_COLUMNS + ([S.SUB_BITS] if slot is not None else [])
     units = read_rows(store.consumequeue, where, columns).sort_by("queue_offset")
     cq_match = consume_queue_matches(message_filter, units)
     cl_bits = None
     if slot is not None:
-        bit = _flags(pc.not_equal(pc.bit_wise_and(units.column(S.SUB_BITS), pa.scalar(1 << slot, pa.int64())), 0))
+        decided = _flags(pc.not_equal(pc.bit_wise_and(units.column(S.SUB_BITS), pa.scalar(1 << slot, pa.int64())), 0))
         if is_sql_filter(message_filter):
-            cl_bits = bit
+            cl_bits = decided
         else:
-            cq_match = bit
+            cq_match = decided
     return ArrowWindowScan(units.column("queue_offset").to_numpy(), units.column("commitlog_offset").to_numpy(),
                            units.column("size").to_numpy(), cq_match, cl_bits)
