@@ -10,7 +10,9 @@ The store is the sample broker store (tests/data) imported once (kept with ``--s
 * ``why --msg-id``, ``why --topic/--queue/--offset``, ``pull --pulls 1`` (one queue),
   ``pull --pulls 1`` (every queue), ``offsets show`` and ``lint --store``.
 
-``--engine`` is passed to ``why`` and ``pull`` (``auto``: Arrow for small work without
+Each line gives the wall time and the CPU seconds of the processes waited for (the command and
+a JVM it started): on a loaded machine the wall time grows with the load, the CPU seconds
+hardly. ``--engine`` is passed to ``why`` and ``pull`` (``auto``: Arrow for small work without
 ``--master``/``--remote``; ``spark``: the Spark path, the "before" figure). Each figure is the
 median of ``--repeat`` runs; the load average is printed beside them, since the machine may be
 shared.
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -45,13 +48,18 @@ def env() -> dict:
 
 
 def run(argv: list, check: bool = True) -> tuple:
-    """(seconds, stdout) of one process."""
+    """(seconds, stdout, cpu seconds) of one process. The CPU seconds (user + system of the
+    processes waited for) hardly depend on the load: on an idle machine a single-threaded
+    command's wall time is close to them."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, env=env(), cwd=REPO)
     took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if check and done.returncode not in (0, 1):   # 1: lint found something, a verdict
         raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    return took, done.stdout
+    return took, done.stdout, cpu
 
 
 def cli(*args: str) -> list:
@@ -108,9 +116,11 @@ def main() -> None:
     print(f"engine {args.engine}, median of {args.repeat}; load average before: {load_average()}")
     figures = {}
     for name, argv in commands.items():
-        times = [run(argv)[0] for _ in range(args.repeat)]
+        runs = [run(argv) for _ in range(args.repeat)]
+        times = [r[0] for r in runs]
         figures[name] = statistics.median(times)
-        print(f"{name:32s} {figures[name]:6.2f} s   (runs {', '.join(f'{t:.2f}' for t in times)}; "
+        cpu = statistics.median(r[2] for r in runs)
+        print(f"{name:32s} {figures[name]:6.2f} s  cpu {cpu:5.2f} s  (runs {', '.join(f'{t:.2f}' for t in times)}; "
               f"load {load_average()})", flush=True)
     jvm = figures["spark start"] - figures["python (imports)"]
     print(f"Spark's start (JVM, session, first query): {jvm:.2f} s of a command's wall time")
