@@ -29,7 +29,7 @@ import uuid
 from contextlib import contextmanager, nullcontext
 from typing import Callable, ContextManager, Dict, Iterable, Iterator, Optional, TextIO, Tuple, Union
 
-from rocketfilter.progress import DEFAULT_DELAY, Progress
+from rocketfilter.progress import DEFAULT_DELAY, Progress, Update
 from rocketfilter.spark_mode import is_connect
 
 _JOB_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
@@ -53,23 +53,42 @@ def units_done(stages: Iterable[Tuple[int, int]], tasks: Optional[int],
 
 
 class _Watcher:
-    """Stage counts for one block, turned into Progress updates."""
+    """Stage counts for one block, turned into Progress updates.
 
-    def __init__(self, progress: Progress, tasks: Optional[int], total: Optional[int]) -> None:
-        self.progress, self.tasks, self.total = progress, tasks, total
+    The count never reaches its total while the block runs, unless ``tasks`` names the stage
+    that does the counted work and it has finished: then the phase moves on to ``after`` (the
+    block's work after that stage, such as writing), whose display shows no stale 100%.
+    Without ``tasks``, stages not known yet may follow, so the count stops one short."""
+
+    def __init__(self, progress: Progress, tasks: Optional[int], total: Optional[int],
+                 after: Optional[str] = None) -> None:
+        self.progress, self.tasks, self.total, self.after = progress, tasks, total, after
         self.stages: Dict[object, Tuple[int, int]] = {}
+        self.finished = False   # the counted stage is done: the phase moved on
+        self.phase = progress.phase
 
     def report(self) -> None:
-        done, total = units_done(self.stages.values(), self.tasks, self.total)
-        self.progress.update(done, total)
+        if self.progress.phase != self.phase:
+            self.finished = True   # the caller moved on (committing): the count is over
+        if not self.finished:
+            done, total = units_done(self.stages.values(), self.tasks, self.total)
+            if total is not None and done >= total:
+                if self.tasks is not None and self.after is not None:
+                    self.progress.update(total, total)
+                    self.progress.set_phase(self.after)
+                    self.finished = True
+                else:
+                    self.progress.update(total - 1, total)
+            else:
+                self.progress.update(done, total)
         self.progress.tick()
-
 
 class _JobGroupPoller(_Watcher):
     """Classic: the block's jobs run under a job group; a thread polls the status tracker."""
 
-    def __init__(self, spark, progress, tasks, total, label: str, interval: float) -> None:
-        super().__init__(progress, tasks, total)
+    def __init__(self, spark, progress, tasks, total, label: str, interval: float,
+                 after: Optional[str] = None) -> None:
+        super().__init__(progress, tasks, total, after)
         self.sc = spark.sparkContext
         self.group = f"rocketfilter-progress-{uuid.uuid4().hex}"
         self.interval = interval
@@ -115,8 +134,8 @@ class _JobGroupPoller(_Watcher):
 class _ConnectHandler(_Watcher):
     """Spark Connect: a progress handler registered on the session for the block."""
 
-    def __init__(self, spark, progress, tasks, total) -> None:
-        super().__init__(progress, tasks, total)
+    def __init__(self, spark, progress, tasks, total, after: Optional[str] = None) -> None:
+        super().__init__(progress, tasks, total, after)
         self.spark = spark
         spark.registerProgressHandler(self)
 
@@ -140,31 +159,45 @@ class _ConnectHandler(_Watcher):
 def spark_progress(spark, label: str, *, unit: str = "tasks", total: Optional[int] = None,
                    tasks: Optional[int] = None, stream: Optional[TextIO] = None,
                    tty: Optional[bool] = None, clock: Callable[[], float] = time.monotonic,
-                   delay: float = DEFAULT_DELAY, poll_interval: float = 0.5) -> Iterator[Progress]:
+                   delay: float = DEFAULT_DELAY, poll_interval: float = 0.5,
+                   phase: Optional[str] = None, after: Optional[str] = None,
+                   display: Optional[Progress] = None,
+                   listener: Optional[Callable[[Update], None]] = None) -> Iterator[Progress]:
     """Show the progress of the Spark actions run in the block as ``label``.
 
     See the module docstring for how tasks map to ``unit`` (with ``total`` and ``tasks``), and
-    :class:`Progress` for what is shown where. Yields the :class:`Progress`.
+    :class:`Progress` for what is shown where. ``phase`` names what the counted tasks do
+    (``reading``); with ``tasks``, ``after`` names what the block does once they are done
+    (``writing``). ``display`` continues a :class:`Progress` the caller started (a command's,
+    which showed "starting Spark" before): the block is one phase of it, and the caller closes
+    it. ``listener`` receives every update (see :class:`Progress`). Yields the Progress.
 
     >>> with spark_progress(spark, "import", unit="files", total=40, tasks=8):   # doctest: +SKIP
     ...     df.write.parquet(out)
     """
-    progress = Progress(label, total=total, unit=unit, stream=stream, tty=tty, clock=clock, delay=delay)
+    if display is None:
+        progress = Progress(label, total=total, unit=unit, phase=phase, stream=stream, tty=tty, clock=clock,
+                            delay=delay, listener=listener)
+    else:
+        progress = display
+        progress.set_phase(phase or label, total=total, unit=unit)
     try:
-        watcher = (_ConnectHandler(spark, progress, tasks, total) if is_connect(spark)
-                   else _JobGroupPoller(spark, progress, tasks, total, label, poll_interval))
+        watcher = (_ConnectHandler(spark, progress, tasks, total, after) if is_connect(spark)
+                   else _JobGroupPoller(spark, progress, tasks, total, label, poll_interval, after))
     except Exception:  # noqa: BLE001 - no tracker: the work runs without a display
         watcher = None
     try:
         yield progress
     except BaseException:
         _stop(watcher)
-        progress.close(failed=True)
+        if display is None:
+            progress.close(failed=True)
         raise
     _stop(watcher)
-    if progress.total is not None:
+    if progress.total is not None and (watcher is None or not watcher.finished):
         progress.update(progress.total)  # skipped stages never complete their tasks
-    progress.close()
+    if display is None:
+        progress.close()
 
 
 def _stop(watcher) -> None:
@@ -183,7 +216,8 @@ ProgressOption = Union[bool, None, Callable[..., ContextManager]]
 def progress_block(spark, progress: ProgressOption, label: str, **kwargs) -> ContextManager:
     """The display a ``progress=`` argument asks for around one block of Spark work: ``True``
     shows :func:`spark_progress` on stderr, a callable is called as
-    ``progress(label, unit=..., total=..., tasks=...)`` (a ``functools.partial`` of
+    ``progress(label, unit=..., total=..., tasks=...)``, and where the work has phases with
+    ``phase=...`` and ``after=...`` too (a ``functools.partial`` of
     :func:`spark_progress` with a stream, say), ``False``/``None`` shows nothing.
 
     >>> with progress_block(spark, False, "put", unit="messages", total=10):   # doctest: +SKIP

@@ -3,6 +3,7 @@ progress read from real Spark jobs, classic and Spark Connect."""
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 
@@ -58,44 +59,103 @@ def test_quick_work_is_silent_anywhere():
         assert out.getvalue() == ""
 
 
-def test_terminal_redraws_one_line_then_the_summary():
-    p, clock, out = _progress(tty=True, interval=0.25)
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _screen(out) -> list:
+    """The texts drawn, without the terminal's control codes and rich's bar glyphs."""
+    text = ANSI.sub("", out.getvalue()).replace("\r", "\n")
+    return [re.sub(r"[━╸╺ ]{2,}", " ", line).strip() for line in text.split("\n") if line.strip()]
+
+
+def test_terminal_redraws_in_place_then_the_summary():
+    p, clock, out = _progress(tty=True, interval=0.25, ticker=False)
     clock.at(1)
     p.update(4)  # before the delay: nothing yet
     assert out.getvalue() == ""
     clock.at(3)
     p.update(12)
-    first = "import: 12/40 files (30%) 4.0 files/s ETA 0:07"
-    assert out.getvalue() == "\r" + first
+    assert _screen(out) == ["import: 12/40 files (30%) 4.0 files/s ETA 0:07"]
     clock.at(3.1)
     p.update(13)  # within the interval: not redrawn
-    assert out.getvalue() == "\r" + first
+    assert _screen(out) == ["import: 12/40 files (30%) 4.0 files/s ETA 0:07"]
     clock.at(4)
     p.update(20)
-    second = "import: 20/40 files (50%) 5.0 files/s ETA 0:04"
-    assert out.getvalue() == "\r" + first + "\r" + second.ljust(len(first))
+    assert _screen(out)[-1] == "import: 20/40 files (50%) 5.0 files/s ETA 0:04"
     clock.at(10)
     p.update(40)
-    last = "import: 40/40 files (100%) 4.0 files/s ETA 0:00"
+    assert _screen(out)[-1] == "import: 40 files done, 0:10 elapsed"   # never "100%" on screen
     p.close()
-    summary = "import: 40 files in 0:10 (4.0 files/s)"  # blanks out the longer live line
-    assert out.getvalue().endswith("\r" + last + "\r" + summary.ljust(len(last)) + "\n")
+    assert _screen(out)[-1] == "import: 40 files in 0:10 (4.0 files/s)"
+    assert out.getvalue().endswith("import: 40 files in 0:10 (4.0 files/s)\n")  # the live lines removed
 
 
 def test_an_unchanged_line_is_not_redrawn():
-    p, clock, out = _progress(tty=True, total=None, unit="messages")
+    p, clock, out = _progress(tty=True, total=None, unit="messages", ticker=False)
     clock.at(3)
     p.update(0)
+    p.tick()
+    drawn = out.getvalue()
     clock.at(4)
     p.tick()
-    assert out.getvalue() == "\rimport: 0 messages"
+    assert out.getvalue() == drawn and _screen(out) == ["import: 0 messages"]
 
 
 def test_without_a_total():
-    p, clock, out = _progress(tty=True, total=None, unit="messages")
+    p, clock, out = _progress(tty=True, total=None, unit="messages", ticker=False)
     clock.at(3)
     p.update(120)
-    assert out.getvalue() == "\rimport: 120 messages 40.0 messages/s"
+    assert _screen(out) == ["import: 120 messages 40.0 messages/s"]
+
+
+def test_phases_show_what_is_done_and_never_a_premature_100_percent():
+    updates = []
+    clock, out = Clock(), io.StringIO()
+    p = Progress("import", phase="starting Spark", stream=out, tty=True, clock=clock, ticker=False,
+                 listener=updates.append)
+    clock.at(3)
+    p.tick()
+    assert _screen(out)[-1] == "import: starting Spark 0:03 elapsed"
+    p.set_phase("reading", total=40, unit="files")
+    clock.at(4)
+    p.update(12)
+    assert _screen(out)[-1] == "import: reading 12/40 files (30%) 12.0 files/s ETA 0:02"
+    clock.at(5)
+    p.update(40)
+    p.set_phase("writing")
+    clock.at(9)
+    p.tick()
+    assert _screen(out)[-1] == "import: writing 40 files done, 0:09 elapsed"
+    p.set_phase("committing")
+    clock.at(12)
+    p.close()
+    assert _screen(out)[-1] == "import: 40 files in 0:12 (3.3 files/s)"
+    assert p.phases == ["starting Spark", "reading", "writing", "committing"]
+    assert [(u.phase, u.done, u.final) for u in updates] == [
+        ("starting Spark", 0, False), ("reading", 0, False), ("reading", 12, False), ("reading", 40, False),
+        ("writing", 40, False), ("committing", 40, False), ("committing", 40, True)]
+
+
+def test_a_failure_names_its_phase():
+    p, clock, out = _progress(tty=False, phase="reading")
+    clock.at(5)
+    p.update(12)
+    p.close(failed=True)
+    assert out.getvalue() == "import: stopped at 12/40 files after 0:05 (reading)\n"
+
+
+def test_the_ticker_redraws_while_nothing_reports():
+    out = io.StringIO()
+    ticks = []
+    p = Progress("import", phase="starting Spark", stream=out, tty=True, delay=0, interval=0.01)
+    real = p.tick
+    p.tick = lambda: (ticks.append(1), real())[1]
+    import threading
+    waited = threading.Event()
+    while len(ticks) < 3 and not waited.wait(0.01):
+        pass
+    p.close()
+    assert len(ticks) >= 3 and "import: starting Spark" in "\n".join(_screen(out))
 
 
 def test_failure_says_where_it_stopped():
@@ -176,7 +236,8 @@ def test_job_group_poller_reads_completed_tasks(spark):
         spark.range(0, 30, 1, 3).selectExpr("sum(id)").collect()
         _drain_listener_bus(spark)
         poller.poll()
-        assert (p.done, p.total) == (3, 3)  # the 3-task stage, all done
+        assert poller.stages and all(n == c for n, c in poller.stages.values())
+        assert (p.done, p.total) == (2, 3)  # the 3-task stage is done, the block is not: one short
         poller.stop()
         assert sc.getLocalProperty("spark.jobGroup.id") == "callers-group"  # restored
     finally:

@@ -32,12 +32,15 @@ consumer. See :mod:`.message_trace` for the verdicts and how they map to the los
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Dict, List, Optional, Union
 
 from rocketfilter.checks import check_max_msg_nums
 from rocketfilter.consumer.group import ConsumerGroup
+from rocketfilter.pull import arrow_window
+from rocketfilter.pull.arrow_window import arrow_reads
 from rocketfilter.pull.batch import pull_sequence_arrays
 from rocketfilter.pull.filter import CqExtUnit, ExpressionForRetryMessageFilter
 from rocketfilter.pull.get_message import pull_limits
@@ -228,8 +231,11 @@ class _Tracer:
         end = min(m.queue_offset + max(1, limits.window_entries(self.max_msg_nums)), hi)
         commitlog = store.commitlog_state()
         # getMessage's reads (one job, two with a bitmap), over the slice the pulls can reach.
-        with small_query_conf(store.spark), store.reading(S.COMMITLOG, S.CONSUMEQUEUE):
-            scan = read_window(store, m.topic, q, max(out.start, lo), end, f)
+        arrow = arrow_reads(store)
+        reader = arrow_window.read_window if arrow else read_window
+        with (nullcontext() if arrow else small_query_conf(store.spark)), \
+                store.reading(S.COMMITLOG, S.CONSUMEQUEUE):
+            scan = reader(store, m.topic, q, max(out.start, lo), end, f)
             present = scan.positions >= commitlog.min_commitlog_offset
             cl_match = scan.commit_log_matches(store, scan.cq_match & present, f)
         qo = scan.queue_offsets

@@ -104,8 +104,7 @@ def locate_message(store, *, msg_id: Optional[str] = None, key: Optional[str] = 
     if lookup == "msg_id":
         return _by_msg_id(store, msg_id)
     if lookup == "key":
-        return _by_scan(store, F.array_contains(F.split(F.col("keys"), KEY_SEPARATOR), F.lit(key)),
-                        f"key {key!r}", topic)
+        return _by_scan(store, "keys", key, f"key {key!r}", topic)
     if store.topic_config(topic) is None and topic not in store.consumequeue_state().queues:
         known = ", ".join(sorted(store.topics())) or "none"
         raise ValueError(f"topic {topic!r} does not exist in store {store.uri} (topics: {known})")
@@ -175,13 +174,51 @@ def _by_msg_id(store, msg_id: str) -> LocatedMessage:
             return LocatedMessage(EXPIRED, how, commitlog_offset=offset, msg_id=msg_id,
                                   note=f"it names commit-log offset {offset} of this broker ({host}), below the "
                                        f"CommitLog's min offset {min_phy}: retention removed it")
-    return _by_scan(store, F.col("properties").getItem(UNIQ_KEY) == F.lit(msg_id), how, None)
+    return _by_scan(store, UNIQ_KEY, msg_id, how, None)
 
 
-def _by_scan(store, condition, how: str, topic: Optional[str]) -> LocatedMessage:
+def _spark_condition(column: str, value: str):
+    if column == "keys":
+        return F.array_contains(F.split(F.col("keys"), KEY_SEPARATOR), F.lit(value))
+    return F.col("properties").getItem(UNIQ_KEY) == F.lit(value)
+
+
+def _arrow_scan(store, column: str, value: str, where: list) -> List[dict]:
+    """The scan with pyarrow (:mod:`.arrow_window`): the same rows as the Spark condition."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from rocketfilter.pull.arrow_window import read_rows
+
+    shown = ["topic", "queue_id", "queue_offset", "msg_id"]
+    found: List[dict] = []
+    for f in store.commitlog.files(where):   # file by file: stop at the eleventh
+        rows = read_rows(store.commitlog, where, shown + [column if column == "keys" else "properties"], files=[f])
+        if column == "keys":
+            # split(keys, " ") holds the value: the pieces' parents where a piece equals it
+            pieces = pc.split_pattern(rows.column("keys").combine_chunks(), KEY_SEPARATOR)
+            equal = np.asarray(pc.fill_null(pc.equal(pc.list_flatten(pieces), value), False), bool)
+            mask = np.zeros(rows.num_rows, bool)
+            mask[np.asarray(pc.list_parent_indices(pieces))[equal]] = True
+        else:
+            got = pc.map_lookup(rows.column("properties").combine_chunks(), pa.scalar(UNIQ_KEY, pa.string()), "last")
+            mask = np.asarray(pc.fill_null(pc.equal(got, value), False).to_numpy(zero_copy_only=False), bool)
+        found += rows.filter(pa.array(mask)).select(shown).to_pylist()
+        if len(found) > 10:
+            break
+    return found[:11]
+
+
+def _by_scan(store, column: str, value: str, how: str, topic: Optional[str]) -> LocatedMessage:
+    from rocketfilter.pull.arrow_window import arrow_reads
+
     where = [("topic", "=", topic)] if topic is not None else []
-    found = (store.commitlog.read(store.spark, where=where).where(condition)
-             .select("topic", "queue_id", "queue_offset", "msg_id").limit(11).collect())
+    if arrow_reads(store):
+        found = _arrow_scan(store, column, value, where)
+    else:
+        found = (store.commitlog.read(store.spark, where=where).where(_spark_condition(column, value))
+                 .select("topic", "queue_id", "queue_offset", "msg_id").limit(11).collect())
     if not found:
         scope = f" in topic {topic}" if topic else ""
         return LocatedMessage(NOT_FOUND, how, topic, note=f"no message{scope} has {how} (or retention removed it)")

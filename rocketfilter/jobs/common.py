@@ -240,21 +240,37 @@ def start_spark(args: argparse.Namespace, app_name: str, spark=None):
     return get_spark(builder, verbose=getattr(args, "verbose", False))
 
 
-def progress_option(args: argparse.Namespace, spark):
-    """What a command passes as ``progress=``: a display on stderr, or False with ``--verbose``
-    (Spark's own stage bars are back then)."""
+def command_progress(args: argparse.Namespace, label: str):
+    """A command's progress display, from its first phase (``starting Spark``) to its end, as a
+    context manager (it closes with the summary line); a null context with ``--verbose``. Hand
+    it to :func:`progress_option` so the Spark work continues it."""
+    from contextlib import nullcontext
+
+    from rocketfilter.progress import Progress
+
+    if getattr(args, "verbose", False):
+        return nullcontext()
+    return Progress(label, phase="starting Spark", **PROGRESS_OPTIONS)
+
+
+def progress_option(args: argparse.Namespace, spark, display=None):
+    """What a command passes as ``progress=``: a display on stderr (continuing ``display``, the
+    :func:`command_progress`, when given), or False with ``--verbose`` (Spark's own stage bars
+    are back then)."""
     from rocketfilter.spark_progress import spark_progress
 
     if getattr(args, "verbose", False):
         return False
+    if display is not None:
+        return functools.partial(spark_progress, spark, display=display)
     return functools.partial(spark_progress, spark, **PROGRESS_OPTIONS)
 
 
-def progress_block(args: argparse.Namespace, spark, label: str, **kwargs):
+def progress_block(args: argparse.Namespace, spark, label: str, display=None, **kwargs):
     """A progress display around a block of a command's Spark work (nothing with ``--verbose``)."""
     from rocketfilter.spark_progress import progress_block as block
 
-    return block(spark, progress_option(args, spark), label, **kwargs)
+    return block(spark, progress_option(args, spark, display), label, **kwargs)
 
 
 # --- running a command -------------------------------------------------------------------------

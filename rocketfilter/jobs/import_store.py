@@ -69,10 +69,11 @@ def check(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace, spark=None) -> int:
     check(args)
-    spark = common.start_spark(args, "rocketfilter-import", spark)
-    store = common.open_store(args, spark, create=True)
-    report = store.import_store(args.source, skip_damaged=args.skip_damaged,
-                                progress=common.progress_option(args, spark))
+    with common.command_progress(args, "import") as display:
+        spark = common.start_spark(args, "rocketfilter-import", spark)
+        store = common.open_store(args, spark, create=True)
+        report = store.import_store(args.source, skip_damaged=args.skip_damaged,
+                                    progress=common.progress_option(args, spark, display))
     print(summary(report))
     return 0
 

@@ -15,6 +15,10 @@ the group's offset. The consumer is a real one: its heartbeat registers the subs
 group (SQL92 filter data included), and it leaves the group when the command ends. Each lint
 finding of the selector is a warning line on stderr.
 
+Up to 64 pulls in all (queues times ``--pulls``) are read from the Delta files with pyarrow,
+without starting Spark, unless ``--master``/``--remote`` asks for it (``--engine``, see
+:mod:`rocketfilter.jobs.engine`); the answers are the same.
+
 Prints the delivered messages (queue, offset, msg_id, tags, keys, born and store time), one line
 per pull (status, messages, next_begin_offset), then a total.
 """
@@ -24,10 +28,12 @@ import argparse
 import warnings
 from typing import Optional, Sequence
 
-from rocketfilter.jobs import common
+from rocketfilter.jobs import common, engine
 
 NAME = "pull"
 HELP = "pull a topic's queues as a consumer of a group and show what each pull delivers"
+# Pulls (queues x --pulls) that --engine auto reads with pyarrow instead of starting Spark.
+SMALL_PULLS = 64
 _FROM_WHERE = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_TIMESTAMP")
 
 
@@ -51,6 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--commit", action="store_true",
                         help="store each queue's last next_begin_offset as the group's consumer offset")
     parser.add_argument("--client-id", default="rocketfilter-cli", help="the consumer's client id")
+    engine.add_engine_argument(parser)
     common.add_spark_arguments(parser)
     parser.set_defaults(handler=run)
 
@@ -124,8 +131,12 @@ def run(args: argparse.Namespace, spark=None) -> int:
     if args.consume_timestamp is not None:
         parse_consume_timestamp(args.consume_timestamp, "UTC")  # a bad timestamp: before Spark
     sub = common.subscription(args, args.topic, common.known_properties(tables, args.topic))
-    spark = common.start_spark(args, "rocketfilter-pull", spark)
-    store = common.open_store(args, spark)
+    store = None
+    if engine.use_arrow(args, len(queues) * args.pulls <= SMALL_PULLS, spark):
+        store = engine.open_store_without_spark(args, force=args.engine == "arrow")
+    if store is None:
+        spark = common.start_spark(args, "rocketfilter-pull", spark)
+        store = common.open_store(args, spark)
 
     from rocketfilter.pull.broker import Broker
     from rocketfilter.pull.client import PullConsumer
@@ -139,7 +150,7 @@ def run(args: argparse.Namespace, spark=None) -> int:
         done = pull_queues(consumer, args.topic, _starts(args, store, queues), args.pulls, args.max_msg_nums)
     finally:
         consumer.shutdown()  # the process ends: the broker forgets the client, as on a closed channel
-    zone = spark.conf.get("spark.sql.session.timeZone", "UTC")
+    zone = engine.session_time_zone(args, store.spark)
     delivered = print_pulls(done, zone)
     last = {}
     for q, _, result in done:

@@ -157,22 +157,23 @@ def print_messages(delivered, out=None) -> None:
     streamed to the driver a partition at a time; one small query sizes the columns first."""
     from pyspark.sql import functions as F
 
-    from rocketfilter.text_table import TIMESTAMP_FORMAT, cell
+    from rocketfilter.text_table import TIMESTAMP_FORMAT, WIDE_JAVA_REGEX, aligned, cell, width
 
     shown = (delivered.orderBy("queue_id", "queue_offset")
              .select(F.col("queue_id").cast("string").alias("queue"), F.col("queue_offset").cast("string").alias("offset"),
                      "msg_id", "tags", "keys",
                      F.date_format("born_time", TIMESTAMP_FORMAT).alias("born"),
                      F.date_format("store_time", TIMESTAMP_FORMAT).alias("stored")))
-    widest = shown.agg(*[F.max(F.length(c)).alias(c) for c in shown.columns]).first()
+    # Display width: each East Asian wide character or emoji counts twice (WIDE_JAVA_REGEX).
+    widest = shown.agg(*[F.max(F.length(F.regexp_replace(c, WIDE_JAVA_REGEX, "xx"))).alias(c)
+                         for c in shown.columns]).first()
     if widest is None or widest["queue"] is None:
         return
-    widths = [max(len(c), widest[c] or 0) for c in shown.columns]  # as text_table.format_table lays out
-    line = lambda cells: "  ".join(v.ljust(w) for v, w in zip(cells, widths)).rstrip()  # noqa: E731
-    print(line(shown.columns), file=out)
+    widths = [max(width(c), widest[c] or 0) for c in shown.columns]
+    print(aligned(shown.columns, widths), file=out)
     print("  ".join("-" * w for w in widths), file=out)
     for row in shown.toLocalIterator():
-        print(line([cell(v) for v in row]), file=out)
+        print(aligned([cell(v) for v in row], widths), file=out)
 
 
 def _scanned(store, topic: str) -> int:
@@ -182,18 +183,33 @@ def _scanned(store, topic: str) -> int:
 
 
 def run(args: argparse.Namespace, spark=None) -> int:
+    tables = common.peek_store(args)  # a missing store, bad settings: before Spark
+    common.require_topic(tables, args.topic)
+    sub = common.subscription(args, args.topic, common.known_properties(tables, args.topic))
+    with common.command_progress(args, "replay") as display:
+        spark = common.start_spark(args, "rocketfilter-replay", spark)
+        store = common.open_store(args, spark)
+        lines, delivered, counts = _replay(args, spark, store, sub, display)
+    if not args.summary:
+        print_messages(delivered)
+    for line in lines:
+        print(line)
+    if args.output:
+        print(f"wrote {sum(counts.values())} messages to {args.output}")
+    delivered.unpersist()  # the caller's session may live on (a notebook, the tests)
+    return 0
+
+
+def _replay(args: argparse.Namespace, spark, store, sub, display):
+    """The replay, counted (and written with --output): (summary lines, delivered, counts)."""
     from pyspark import StorageLevel
 
     from rocketfilter.spark_mode import persist_if_allowed
 
-    tables = common.peek_store(args)  # a missing store, bad settings: before Spark
-    common.require_topic(tables, args.topic)
-    sub = common.subscription(args, args.topic, common.known_properties(tables, args.topic))
-    spark = common.start_spark(args, "rocketfilter-replay", spark)
-    store = common.open_store(args, spark)
     start = args.starting_offsets or args.starting_timestamp
     delivered, pulls = replay(store, sub, args.group, args.max_msg_nums, start, args.ending_offsets)
-    with common.progress_block(args, spark, "replay", unit="messages", total=_scanned(store, args.topic)):
+    with common.progress_block(args, spark, "replay", display=display, unit="messages",
+                               total=_scanned(store, args.topic), phase="replaying"):
         if args.output:
             delivered.write.mode("overwrite").parquet(args.output)
             delivered = spark.read.parquet(args.output)  # count what was written, not a second replay
@@ -203,14 +219,7 @@ def run(args: argparse.Namespace, spark=None) -> int:
             persist_if_allowed(delivered, StorageLevel.MEMORY_AND_DISK)
         counts = {r["queue_id"]: r["count"] for r in delivered.groupBy("queue_id").count().collect()}
         lines = summary_lines(store, sub, counts, pulls)
-    if not args.summary:
-        print_messages(delivered)
-    for line in lines:
-        print(line)
-    if args.output:
-        print(f"wrote {sum(counts.values())} messages to {args.output}")
-    delivered.unpersist()  # the caller's session may live on (a notebook, the tests)
-    return 0
+    return lines, delivered, counts
 
 
 def main(argv: Optional[Sequence[str]] = None, *, spark=None, prog: str = "rocketfilter replay") -> int:

@@ -9,7 +9,10 @@ first line, then each step. Arguments, the group file, a stored group's name, th
 ``--msg-id`` and the store's existence are checked before Spark starts; errors are one line
 (exit 2 for bad input, such as an unknown topic or a malformed ``--msg-id``; 1 for anything else,
 such as a missing store). A trace exits 0 whatever its verdict but NOT_FOUND (a well-formed id,
-key or position the store does not hold), which exits 4 (:data:`NOT_FOUND_EXIT`). ``--conf``,
+key or position the store does not hold), which exits 4 (:data:`NOT_FOUND_EXIT`). A trace by
+position or offset msgId, or a key scan of at most 256 MiB of CommitLog, is read from the Delta
+files with pyarrow without starting Spark unless ``--master``/``--remote`` asks for it
+(``--engine``, see :mod:`rocketfilter.jobs.engine`); the answers are the same. ``--conf``,
 ``--master``/``--remote`` and ``--verbose`` as for every command.
 """
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import argparse
 import re
 
-from rocketfilter.jobs import common
+from rocketfilter.jobs import common, engine
 
 NAME = "why"
 HELP = "why a consumer group did or did not consume one message"
@@ -27,6 +30,8 @@ EPILOG = (f"Exit codes: 0 a trace (whatever its verdict but NOT_FOUND), {NOT_FOU
 # An offset msgId (16 or 28 bytes: IPv4 or IPv6 host, port, commit-log offset) or a client's
 # UNIQ_KEY (16 or 28 bytes from MessageClientIDSetter; 17 from a 5.x gRPC client: "01" + 16).
 _MSG_ID = re.compile(r"[0-9A-Fa-f]{32}|[0-9A-Fa-f]{34}|[0-9A-Fa-f]{56}")
+# CommitLog bytes that --engine auto scans with pyarrow for a key or a client's UNIQ_KEY.
+SMALL_SCAN_BYTES = 256 << 20
 
 
 def add_why_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,6 +50,7 @@ def add_why_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--client-id", help="trace this consumer (default: the one that came closest)")
     parser.add_argument("--max-msg-nums", type=common.max_msg_nums_type, default=32,
                         help="messages per pull (default 32)")
+    engine.add_engine_argument(parser)
     common.add_spark_arguments(parser)
     parser.set_defaults(handler=why_command)
 
@@ -100,13 +106,39 @@ def _checked(args: argparse.Namespace):
     return group, lookup
 
 
+def _small(args: argparse.Namespace, lookup: dict) -> bool:
+    """Whether the lookup reads a few rows: a position, or an offset msgId the CommitLog holds
+    (one point read each), or a scan (a key, a client's UNIQ_KEY) of at most SMALL_SCAN_BYTES."""
+    from rocketfilter.groups.message_locate import point_read
+    from rocketfilter.message import decode_offset_msg_id
+
+    tables = common.peek_store(args)
+    if "queue_id" in lookup:
+        return True
+    if "msg_id" in lookup:
+        try:
+            _, offset = decode_offset_msg_id(lookup["msg_id"])
+        except ValueError:
+            offset = None
+        if offset is not None:
+            rows = point_read(tables.commitlog, [("commitlog_offset", "=", offset)], ["msg_id"])
+            if rows and (rows[0]["msg_id"] or "").upper() == lookup["msg_id"].upper():
+                return True
+    where = [("topic", "=", lookup["topic"])] if lookup.get("topic") else []
+    return sum(f.size for f in tables.commitlog.files(where)) <= SMALL_SCAN_BYTES
+
+
 def why_command(args: argparse.Namespace, spark=None) -> int:
     """Trace the message for parsed ``args`` and print it; returns the exit code."""
     group, lookup = _checked(args)
     from rocketfilter.groups.explain_message import explain_message
 
-    spark = common.start_spark(args, "rocketfilter-why", spark)
-    store = common.open_store(args, spark)
+    store = None
+    if engine.use_arrow(args, _small(args, lookup), spark):
+        store = engine.open_store_without_spark(args, force=args.engine == "arrow")
+    if store is None:
+        spark = common.start_spark(args, "rocketfilter-why", spark)
+        store = common.open_store(args, spark)
     trace = explain_message(store, group, client_id=args.client_id, max_msg_nums=args.max_msg_nums, **lookup)
     print(trace)
     return NOT_FOUND_EXIT if trace.verdict == "NOT_FOUND" else 0

@@ -12,16 +12,23 @@
 :mod:`rocketfilter.pull.scan` usually does 1, 2 and 4's reads in one Spark job (the CommitLog
 side bounded by the window's commitlog offsets), and the driver joins them on offset.
 
+On a store without a Spark session (or ``store.pull_engine = "arrow"``) steps 1, 2 and 4 are
+parquet reads on the driver instead (:mod:`rocketfilter.pull.arrow_window`), with the same
+answers: a pull of a few rows then needs no JVM.
+
 The driver-side window function was measured against running it as a grouped Arrow UDF in the
 plan (0.76 s vs 1.24 s for one pull, under the same load), so single pulls use the driver.
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Optional
 
 import numpy as np
 
 from rocketfilter.checks import check_max_msg_nums, check_pull_offset
+from rocketfilter.pull import arrow_window
+from rocketfilter.pull.arrow_window import arrow_reads
 from rocketfilter.pull.result import GetMessageResult
 from rocketfilter.pull.scan import is_sql_filter, read_window, small_query_conf
 from rocketfilter.pull.limits import PullLimits
@@ -72,8 +79,10 @@ def get_message(store, group: str, topic: str, queue_id: int, offset: int,
 
     end = min(offset + limits.window_entries(max_msg_nums),
               limits.roll_next_consume_queue_file(offset), max_offset)
-    with small_query_conf(store.spark), store.reading(S.COMMITLOG, S.CONSUMEQUEUE):
-        scan = read_window(store, topic, queue_id, offset, end, message_filter)
+    arrow = arrow_reads(store)
+    reader = arrow_window.read_window if arrow else read_window
+    with (nullcontext() if arrow else small_query_conf(store.spark)), store.reading(S.COMMITLOG, S.CONSUMEQUEUE):
+        scan = reader(store, topic, queue_id, offset, end, message_filter)
         # Retention removes a prefix of the CommitLog, so presence is one comparison.
         present = scan.positions >= commitlog.min_commitlog_offset
         cl_match = scan.commit_log_matches(store, scan.cq_match & present, message_filter)
@@ -86,8 +95,9 @@ def get_message(store, group: str, topic: str, queue_id: int, offset: int,
     # Arrow hands a map over as (key, value) pairs; MessageExt's properties are a map.
     result.messages = [{**m, "properties": dict(m["properties"]) if m["properties"] is not None else None}
                        for m in messages.to_pylist()]
-    result.dataframe_factory = lambda: (store.spark.createDataFrame(messages) if messages.num_rows
-                                        else store.spark.createDataFrame([], S.COMMITLOG_SCHEMA))
+    if store.spark is not None:
+        result.dataframe_factory = lambda: (store.spark.createDataFrame(messages) if messages.num_rows
+                                            else store.spark.createDataFrame([], S.COMMITLOG_SCHEMA))
     return result
 
 

@@ -32,9 +32,10 @@ def import_store(tables: StoreTables, path: str, *, skip_damaged: bool = False,
     """Import ``path`` (holding ``commitlog/`` and ``consumequeue/``) into an empty store and
     return the importer's report (files, messages, units, damaged records).
 
-    ``progress=True`` shows how many commit-log files are done (``import: 12/40 files ...``) on
-    stderr when the import lasts more than a few seconds: the parse runs one task per run of
-    whole files, so its tasks count files (see :mod:`rocketfilter.spark_progress`).
+    ``progress=True`` shows the import's phases on stderr when it lasts more than a few seconds:
+    ``reading`` counts the commit-log files parsed (``import: reading 12/40 files ...``; the parse
+    runs one task per run of whole files, so its tasks count files, see
+    :mod:`rocketfilter.spark_progress`), then ``writing`` and ``committing``.
     """
     if tables.commitlog_state().next_commitlog_offset or tables.table(S.COMMITLOG).files():
         raise StoreNotEmptyError(f"store {tables.uri} already holds messages; import into a new store")
@@ -42,13 +43,21 @@ def import_store(tables: StoreTables, path: str, *, skip_damaged: bool = False,
     configs = read_broker_config(path, skip_damaged=skip_damaged, broker_config=tables.broker_config)
     files = scanned.commitlog_file_count
     with progress_block(tables.spark, progress if files else False, "import", unit="files",
-                        total=files, tasks=scanned.commitlog_tasks or None):
-        report = _import(tables, scanned)
+                        total=files, tasks=scanned.commitlog_tasks or None, phase="reading",
+                        after="writing") as shown:
+        report = _import(tables, scanned, shown)
     report.config = apply_broker_config(tables, configs)
     return report
 
 
-def _import(tables: StoreTables, scanned):
+def _phase(shown, phase: str) -> None:
+    """Tell the progress display (if it has phases) that the import moved on to ``phase``."""
+    set_phase = getattr(shown, "set_phase", None)
+    if set_phase is not None:
+        set_phase(phase)
+
+
+def _import(tables: StoreTables, scanned, shown=None):
     """Validate the parse, then write the CommitLog, the ConsumeQueue and dispatch the rest."""
     report = scanned.validate()
 
@@ -78,6 +87,7 @@ def _import(tables: StoreTables, scanned):
     adds = table.write(with_promoted(cl, table.schema)
                        .repartitionByRange(report_partitions(report), "commitlog_offset")
                        .sortWithinPartitions("commitlog_offset"))
+    _phase(shown, "committing")   # the CommitLog's commit, then the ConsumeQueue's and the dispatch
     table.commit(adds, expected_version=version, custom_metadata=state.to_metadata(),
                  operation="WRITE")
 

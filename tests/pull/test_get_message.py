@@ -65,12 +65,15 @@ TAG_SUBSCRIPTION = "TagA || BB"
 SQL_SUBSCRIPTION = "n > 500 AND n < 620"
 
 
-@pytest.fixture(params=["one job", "no footer statistics", "no body budget"])
+@pytest.fixture(params=["one job", "no footer statistics", "no body budget", "pyarrow"])
 def read_path(request, monkeypatch):
-    """get_message's three ways to read (rocketfilter.pull.scan): they must answer alike."""
+    """get_message's ways to read (rocketfilter.pull.scan with Spark, and
+    rocketfilter.pull.arrow_window without): they must answer alike."""
     from rocketfilter.pull import scan
 
-    if request.param == "no footer statistics":
+    if request.param == "pyarrow":
+        monkeypatch.setattr(request.getfixturevalue("store"), "pull_engine", "arrow", raising=False)
+    elif request.param == "no footer statistics":
         monkeypatch.setattr(scan.footers, "bounds", lambda *a: None)
     elif request.param == "no body budget":
         monkeypatch.setattr(scan, "BODY_BUDGET_BYTES", 0)
