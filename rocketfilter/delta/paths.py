@@ -17,4 +17,25 @@ def filesystem_path(uri: str) -> Tuple[pafs.FileSystem, str]:
         return pafs.LocalFileSystem(), uri[len("file://"):]
     if "://" not in uri:
         return pafs.LocalFileSystem(), uri
-    return pafs.FileSystem.from_uri(uri)
+    fs, path = pafs.FileSystem.from_uri(uri)
+    return _patient(fs), path
+
+
+# The AWS SDK's own request timeout (3 s, which pyarrow keeps) fails reads from a busy
+# S3-compatible endpoint or on a loaded machine that Spark's S3A and delta-rs wait out.
+S3_TIMEOUT_SECONDS = 120.0
+
+
+def _patient(fs: pafs.FileSystem) -> pafs.FileSystem:
+    """``fs`` with the S3 connect and request timeouts raised to :data:`S3_TIMEOUT_SECONDS`
+    where they were left to the SDK; every other setting as ``from_uri`` resolved it."""
+    if not isinstance(fs, pafs.S3FileSystem):
+        return fs
+    rebuild, (options,) = fs.__reduce__()
+    if options.get("request_timeout", 0) >= 0 and options.get("connect_timeout", 0) >= 0:
+        return fs
+    options = dict(options)
+    for key in ("request_timeout", "connect_timeout"):
+        if options.get(key, -1) < 0:
+            options[key] = S3_TIMEOUT_SECONDS
+    return rebuild(options)
