@@ -54,8 +54,6 @@ def session():
 
 def build(spark, root: str, n: int):
     """A fresh store: promotion and the group's bits set up first, then one put and dispatch."""
-    from pyspark.sql import functions as F
-
     from rocketfilter.config import MessageStoreConfig
     from rocketfilter.store import MessageStore
 
@@ -64,20 +62,7 @@ def build(spark, root: str, n: int):
     store.create_topic(TOPIC, read_queue_nums=8, write_queue_nums=8)
     store.register_subscription_bits(GROUP, TOPIC, SELECTOR, "SQL92", 1)
 
-    def pick(salt: str, k: int):
-        return F.pmod(F.xxhash64(F.col("id"), F.lit(salt)), F.lit(k))
-
-    props = F.map_filter(F.create_map(
-        F.lit("age"), pick("age", 21).cast("string"),
-        F.lit("name"), F.when(pick("name", 10) != 0, F.concat(F.lit("user-"), F.col("id").cast("string"))),
-        F.lit("isGender"), F.when(pick("gender", 2) == 0, F.lit("true")).otherwise(F.lit("false")),
-        F.lit("region"), F.element_at(F.array(*[F.lit(r) for r in ("eu", "us", "ap")]), (pick("r", 3) + 1).cast("int")),
-        F.lit("seq"), F.col("id").cast("string"),
-    ), lambda k, v: v.isNotNull())
-    df = (spark.range(0, n, numPartitions=max(2, n // 500_000))
-          .select(F.lit(TOPIC).alias("topic"), F.concat(F.lit("Tag"), pick("tag", 4).cast("string")).alias("tags"),
-                  props.alias("properties"),
-                  F.encode(F.rpad(F.col("id").cast("string"), 200, "x"), "UTF-8").alias("body")))
+    df = _common.bulk_topic_messages(spark, n, TOPIC)
     t0 = time.perf_counter()
     store.put_messages(df)
     seconds = time.perf_counter() - t0

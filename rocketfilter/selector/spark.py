@@ -97,7 +97,10 @@ class _Context:
 
     def _resolve(self, name: str) -> List[Alt]:
         if self.map is not None and name in self.promoted:
-            return [_promoted(F.col(self.promoted[name]))]
+            target = self.promoted[name]
+            if target.endswith(FLAT):  # one top-level column per field: `<prefix>value`, ...
+                return [_promoted(lambda field: F.col(target[:-len(FLAT)] + field))]
+            return [_promoted(F.col(target).getField)]
         if self.map is not None:
             return [Alt(A.STRING, self.map.getItem(name), depth=2)]
         if self.schema is not None:
@@ -125,17 +128,24 @@ class _Context:
                 for kind, spark in SPARK_TYPE.items()]
 
 
-def _promoted(struct: Column) -> Alt:
+# A ``promoted`` target ending with this names the prefix of one top-level column per field
+# (``<prefix>value``, ``<prefix>as_int``...): parses shared by the selectors of one projection
+# (rocketfilter.store.sub_bits), which Spark keeps in a projection of their own.
+FLAT = "*"
+
+
+def _promoted(field: Callable[[str], Column]) -> Alt:
     """A promoted property (rocketfilter.store.promoted): the String, with its conversions and
-    null tests answered by the columns written at put time instead of parsed here. Seeding the
-    per-compile memo is all it takes: every parse goes through ``parsed``, every null test
-    through ``is_null``/``not_null``. ``as_boolean`` is null exactly where the value is (Boolean
-    .valueOf never throws), and a boolean column is cheaper to test than a string one."""
-    value, flag = struct.getField("value"), struct.getField("as_boolean")
+    null tests answered by the columns written at put time (``field(name)`` reads one) instead
+    of parsed here. Seeding the per-compile memo is all it takes: every parse goes through
+    ``parsed``, every null test through ``is_null``/``not_null``. ``as_boolean`` is null exactly
+    where the value is (Boolean.valueOf never throws), and a boolean column is cheaper to test
+    than a string one."""
+    value, flag = field("value"), field("as_boolean")
     table = MEMO.get()
-    for parser, field in ((integer_value_of, "as_int"), (long_value_of, "as_long"),
-                          (double_value_of, "as_double")):
-        converted = struct.getField(field)
+    for parser, name in ((integer_value_of, "as_int"), (long_value_of, "as_long"),
+                         (double_value_of, "as_double")):
+        converted = field(name)
         table[(parser, id(value))] = (value, (converted, converted.isNotNull()))
     table[(boolean_value_of, id(value))] = (value, flag)
     table[("isnull", id(value))] = (value, flag.isNull())
@@ -377,7 +387,7 @@ def compile_selector(root: A.Node, properties: Union[str, Column, None] = "prope
     With ``properties=None``, ``columns`` may map a property name to the top-level column that
     holds it (default: the column of the same name). With a properties map, ``promoted`` maps a
     property name to its promoted struct column (rocketfilter.store.promoted), read instead of
-    the map. Raises ValueError for a selector nested too deeply for Spark (see
+    the map, or to ``"<prefix>*"``: the same fields as top-level columns ``<prefix>value``... Raises ValueError for a selector nested too deeply for Spark (see
     SPARK_DEPTH_LIMIT).
     """
     token = MEMO.set({})

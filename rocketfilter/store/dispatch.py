@@ -23,7 +23,7 @@ from rocketfilter.delta.write import delete_files, write_dataframe
 from rocketfilter.store.errors import StoreDamagedError
 from rocketfilter.delta.retry import retry_on_conflict
 from rocketfilter.store.state import DISPATCH_APP_ID, ConsumeQueueState
-from rocketfilter.store.sub_bits import bits_column, plan_slots
+from rocketfilter.store.sub_bits import bits_column, plan_slots, shared_parses
 from rocketfilter.store.tables import StoreTables
 from rocketfilter.tag_columns import tags_code_column
 
@@ -45,16 +45,20 @@ def consumequeue_rows(tables: StoreTables, commitlog_rows: DataFrame,
     """CommitLog rows -> ConsumeQueue rows, with the filter bitmap when it is enabled and the
     exact subscription bits of ``slots`` (:mod:`.sub_bits`) when the table has the column."""
     promoted = tables.promoted_properties()
+    has_bits = S.SUB_BITS in tables.consumequeue.schema.fieldNames()
+    # The SQL92 slots' properties parsed once per row for all of them, in a projection of
+    # their own (sub_bits.shared_parses), with the tag code: the TAG bits test it again.
+    shared, parsed = shared_parses(slots or {}, promoted) if has_bits else ({}, {})
+    promoted = {**promoted, **parsed}
     bitmap = _bitmap_column(tables, [r[0] for r in commitlog_rows.select("topic").distinct().collect()],
                             promoted) if _bitmaps_on(tables) else None
-    # The tag code once, in its own projection: the TAG bits test it again.
-    rows = commitlog_rows.withColumn("tags_code", tags_code_column("tags"))
+    rows = commitlog_rows.withColumns({"tags_code": tags_code_column("tags"), **shared})
     columns = [
         "topic", "queue_id", "queue_offset", "commitlog_offset",
         F.col("store_size").alias("size"), "tags_code", "store_timestamp",
         (bitmap if bitmap is not None else F.lit(None).cast("binary")).alias("filter_bitmap"),
     ]
-    if S.SUB_BITS in tables.consumequeue.schema.fieldNames():
+    if has_bits:
         bits = bits_column(slots or {}, promoted)
         columns.append((bits if bits is not None else F.lit(None).cast("bigint")).alias(S.SUB_BITS))
     return rows.select(*columns)

@@ -100,16 +100,16 @@ def new_fields(schema: StructType, names: Sequence[str]) -> List[StructField]:
     return out
 
 
+def promoted_fields(properties: Column, name: str) -> Dict[str, Column]:
+    """The fields of property ``name``'s promoted struct, by name, in order."""
+    value = properties.getItem(name)
+    return {"value": value, "as_int": integer_value_of(value)[0], "as_long": long_value_of(value)[0],
+            "as_double": double_value_of(value)[0], "as_boolean": boolean_value_of(value)}
+
+
 def promoted_struct(properties: Column, name: str) -> Column:
     """The promoted struct of property ``name``: the value and the compiler's conversions."""
-    value = properties.getItem(name)
-    return F.struct(
-        value.alias("value"),
-        integer_value_of(value)[0].alias("as_int"),
-        long_value_of(value)[0].alias("as_long"),
-        double_value_of(value)[0].alias("as_double"),
-        boolean_value_of(value).alias("as_boolean"),
-    )
+    return F.struct(*[c.alias(f) for f, c in promoted_fields(properties, name).items()])
 
 
 def with_promoted(df: DataFrame, schema: StructType, properties: str = "properties") -> DataFrame:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -66,6 +66,38 @@ def decision_column(key: str, promoted: Optional[Dict[str, str]] = None,
     from rocketfilter.selector import parse
 
     return parse(rest).to_column("properties", promoted=promoted)
+
+
+SHARED_PREFIX = "__rf_parsed"
+
+
+def shared_parses(slots: Dict[str, Dict[str, dict]], promoted: Optional[Dict[str, str]] = None,
+                  properties: str = "properties") -> Tuple[Dict[str, Column], Dict[str, str]]:
+    """One parse per property for every SQL92 slot of a dispatch: ``(columns, mapping)``, the
+    columns to add to the rows (the promoted fields, ``value``, ``as_int``..., flat) and the
+    ``promoted`` mapping that makes the selectors read them.
+
+    Each compiled comparison otherwise carries its own Integer.valueOf of the property: 63 slots
+    over ``age`` parse it 63 times per row and make a projection Spark takes minutes to plan.
+    Flat columns (not a struct, which Spark's optimiser would inline back into every reader)
+    stay in a projection of their own; the fields no selector reads are pruned by Spark.
+    Properties already promoted, and a single SQL92 slot, need nothing.
+    """
+    from rocketfilter.selector import parse
+    from rocketfilter.selector.spark import FLAT
+    from rocketfilter.store.promoted import promoted_fields
+
+    expressions = [key.partition(":")[2] for keys in slots.values() for key in keys if key.startswith(SQL92 + ":")]
+    if len(expressions) < 2:
+        return {}, {}
+    names = dict.fromkeys(n for e in expressions for n in parse(e).properties if n not in (promoted or {}))
+    columns, mapping = {}, {}
+    for i, name in enumerate(names):
+        prefix = f"{SHARED_PREFIX}{i}_"
+        mapping[name] = prefix + FLAT
+        for field, column in promoted_fields(F.col(properties), name).items():
+            columns[prefix + field] = column
+    return columns, mapping
 
 
 def bits_column(slots: Dict[str, Dict[str, dict]], promoted: Optional[Dict[str, str]] = None,

@@ -98,3 +98,35 @@ def test_heartbeats_register_when_enabled(spark, tmp_path):
     assert set(registrations(s)[TOPIC]) == {"On"}
     assert registrations(s)[TOPIC]["On"]["expression"] == "n > 1"
     assert s.consumequeue.read(spark).agg(F.count(F.lit(1))).first()[0] == 0
+
+
+# Values where Integer.valueOf, Double.valueOf and Boolean.valueOf part ways (no empty value:
+# the broker's property encoding drops it, so a message never holds one).
+_EDGE_VALUES = ("5", "٥", "05", " 5", "5.5", "-0", "2147483648", "1732590000000", "user42", "TRUE",
+                "NaN")
+_MANY = ("a > 4", "a = 5", "a BETWEEN 1 AND 9", "a > 4.5", "a = TRUE", "a IS NULL", "a <> 'x' AND b < 3",
+         "b = 5 OR a >= 5")
+
+
+def test_many_sql92_slots_share_one_parse_per_property(spark, tmp_path):
+    """With several SQL92 slots, dispatch parses each property once per row for all of them
+    (sub_bits.shared_parses), and the bits are each selector's own decision."""
+    from rocketfilter.selector import parse
+    from rocketfilter.store.sub_bits import bits_column, shared_parses
+
+    s = MessageStore.open(str(tmp_path / "store"), spark)
+    s.create_topic(TOPIC, read_queue_nums=1, write_queue_nums=1)
+    for i, expression in enumerate(_MANY):
+        s.register_subscription_bits(f"G{i}", TOPIC, expression, "SQL92", 1)
+    props = [{"a": a, "b": b} for a in _EDGE_VALUES for b in ("3", "5")] + [{"b": "5"}, {}]
+    s.put_messages([{"topic": TOPIC, "tags": "T", "properties": p} for p in props])
+    slots = s.consumequeue_state().bits[TOPIC]
+    columns, mapping = shared_parses({TOPIC: slots})
+    assert sorted(mapping) == ["a", "b"] and all(c.startswith("__rf_parsed") for c in columns)
+    # The projection's expression: each comparison reads the shared columns, not its own parse.
+    assert len(str(bits_column({TOPIC: slots}, mapping))) * 4 < len(str(bits_column({TOPIC: slots})))
+    rows = s.consumequeue.refresh().read(spark).orderBy("queue_offset").collect()
+    for expression in _MANY:
+        bit = 1 << slots["SQL92:" + expression]["slot"]
+        got = [bool(r[S.SUB_BITS] & bit) for r in rows]
+        assert got == [parse(expression).matches(p) for p in props], expression
