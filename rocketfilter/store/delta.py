@@ -21,7 +21,7 @@ import weakref
 from typing import Any, Optional, Sequence
 
 from deltalake import CommitProperties, DeltaTable, Transaction
-from deltalake.exceptions import CommitFailedError
+from deltalake.exceptions import CommitFailedError, DeltaError
 from deltalake.transaction import RemoveAction
 from pyarrow import fs as pafs
 from pyspark.sql import DataFrame, functions as F
@@ -29,6 +29,8 @@ from pyspark.sql.types import StructField, StructType
 
 from rocketfilter.spark_mode import is_connect
 from rocketfilter.store import delta_write
+# DamagedLogError is re-exported with the table's other errors.
+from rocketfilter.store.delta_log import DamagedLogError, check_log, explain_failure  # noqa: F401
 # DeltaSchemaError is re-exported: code imports it from this module.
 from rocketfilter.store.delta_schema import (DeltaSchemaError, ExtraColumns,  # noqa: F401
                                              add_columns_at, check_schema)
@@ -177,7 +179,11 @@ class Table(delta_write.TableWriter, TableFiles):
             except Exception:
                 if not DeltaTable.is_deltatable(uri, storage_options):
                     raise  # else another process created it just now: open theirs (checked)
-        dt = DeltaTable(uri, storage_options=storage_options)
+        check_log(uri)
+        try:
+            dt = DeltaTable(uri, storage_options=storage_options)
+        except DeltaError as exc:
+            raise explain_failure(uri, exc) from None
         return cls(uri, schema, dt, stats_columns, storage_options, extra)
 
     def _check(self) -> None:
@@ -224,7 +230,12 @@ class Table(delta_write.TableWriter, TableFiles):
 
         Raises TableMissingError when the table's log is gone: delta-rs would otherwise keep
         answering from the snapshot it loaded before."""
-        self._dt.update_incremental()
+        try:
+            self._dt.update_incremental()
+        except DeltaError as exc:
+            if not self.log_exists():
+                raise TableMissingError(self.uri) from None
+            raise explain_failure(self.uri, exc) from None
         if not self.log_exists():
             raise TableMissingError(self.uri)
         self._check()
