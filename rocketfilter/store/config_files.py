@@ -225,21 +225,37 @@ def _read_text(filesystem, path: str) -> Optional[str]:
     if filesystem.get_file_info(path).type != pafs.FileType.File:
         return None
     with filesystem.open_input_stream(path) as f:
-        return f.read().decode("utf-8")
+        raw = f.read()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        name = path.rsplit("/", 2)
+        shown = "/".join(name[-2:]) if len(name) > 2 and name[-2] == "config" else name[-1]
+        raise ConfigFileError(shown, f"not UTF-8 text (byte 0x{raw[error.start]:02x} at offset "
+                                     f"{error.start}); a broker writes its config files in UTF-8") \
+            from None
 
 
 def read_broker_config(path: str, *, skip_damaged: bool = False, broker_config=None) -> BrokerConfigFiles:
     """The config files of the broker store at ``path`` (its ``config/`` directory, else beside
     ``commitlog/``), checked; ConfigFileError for a malformed one unless ``skip_damaged``."""
+    from pyarrow import fs as pafs
+
     filesystem, root = _filesystem(path)
     out = BrokerConfigFiles()
+    if filesystem.get_file_info(f"{root}/config").type == pafs.FileType.File:
+        error = ConfigFileError("config", "a regular file, not the broker's config directory "
+                                          "(topics.json, consumerOffset.json, ...)")
+        if not skip_damaged:
+            raise error
+        out.skipped["config"] = str(error)
     for name in CONFIG_FILES:
         for candidate in (f"config/{name}", name, f"config/{name}.bak", f"{name}.bak"):
-            text = _read_text(filesystem, f"{root}/{candidate}")
-            if text is None or not text.strip():
-                continue   # a missing or empty file: ConfigManager.load tries the backup
             checked = BrokerConfigFiles()   # a file counts whole or not at all
             try:
+                text = _read_text(filesystem, f"{root}/{candidate}")
+                if text is None or not text.strip():
+                    continue   # a missing or empty file: ConfigManager.load tries the backup
                 _check(candidate, text, checked, broker_config)
             except ConfigFileError as error:
                 if not skip_damaged:
