@@ -133,20 +133,10 @@ def _not(node: A.Not, props):
 
 # --- logic: three-valued, short-circuit in operand order (an error on the right is skipped) ---
 
-def _chain(node) -> list:
-    """The operands of a flat AND/OR chain, left to right, found without recursion (a chain
-    may have thousands of terms; its length is not nesting)."""
-    rights = []
-    while type(node.left) is type(node):
-        rights.append(node.right)
-        node = node.left
-    return [node.left, node.right] + rights[::-1]
-
-
 def _logic(node, props, decisive: bool):
     """Java's left-deep LogicExpression fold: each step takes the result so far and, unless it
     is `decisive`, the next operand (an error on a skipped operand is never raised)."""
-    operands = _chain(node)
+    operands = A.chain_operands(node)
     result = _as_boolean(_eval(operands[0], props))
     for operand in operands[1:]:
         if result is decisive:

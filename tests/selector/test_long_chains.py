@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from rocketfilter.selector import SelectorSyntaxError, parse
+from rocketfilter.selector import ast as A
 from rocketfilter.selector.parser import MAX_DEPTH
 
 N = 1000
@@ -30,6 +31,8 @@ def test_a_long_flat_chain_parses_and_evaluates_in_python(kind):
     selector = parse(CHAINS[kind])
     assert [selector.matches(p) for p in PROPS] == EXPECTED[kind]
     assert selector.lint() is not None  # the lint walk copes with the chain too
+    text = A.to_text(selector.ast)   # rendered in a loop (with a parenthesis per step)
+    assert text.startswith("(" * (N - 1)) and text.count("'999'") == 1
 
 
 def test_the_400_term_chain_of_the_report_parses():
