@@ -19,3 +19,22 @@ def test_an_unknown_topic_is_the_topic_options_error(tmp_path):
         open_store(options)
     assert "startingOffsets" not in str(info.value)
     assert open_store(SourceOptions.parse({"store": store.uri, "topic": "Known"})).uri == store.uri
+
+
+@pytest.mark.parametrize("options,message", [
+    ({"maxOffsetsPerTrigger": "0"}, "option maxOffsetsPerTrigger: expected a positive integer"),
+    ({"startingOffsetz": "earliest"}, "unknown option"),
+    ({"expression_type": "sql92", "sub_expression": "a > 1"}, "option expressionType:"),
+    ({"expression_type": "SQL92", "sub_expression": "a >"}, "option subExpression"),
+])
+def test_the_read_helpers_check_options_before_spark(options, message):
+    """rocketfilter.read/read_stream check the options on the driver: one line, before Spark
+    wraps a worker's traceback around it (spark=None here: Spark is never reached)."""
+    import rocketfilter.source as source
+
+    args = {"sub_expression": options.pop("sub_expression", "*"),
+            "expression_type": options.pop("expression_type", "TAG")}
+    for read in (source.read, source.read_stream):
+        with pytest.raises(SourceOptionError, match=message) as info:
+            read(None, "/tmp/no-store", "T", **args, **options)
+        assert "\n" not in str(info.value)
