@@ -27,7 +27,7 @@ from rocketfilter.naming import is_not_allowed_send_topic
 from rocketfilter.spark_progress import ProgressOption, progress_block
 from rocketfilter.store import schema as S
 from rocketfilter.store.delta_write import RESULT_DDL, delete_files
-from rocketfilter.store.dispatch import dispatch
+from rocketfilter.store.dispatch import finish_dispatch
 from rocketfilter.store.promote import promote_configured
 from rocketfilter.store.promoted import with_promoted
 from rocketfilter.store.put_input import (INPUT_SCHEMA, PutMessageError, as_dict, body_too_large,
@@ -403,7 +403,7 @@ def put_messages(tables: StoreTables, messages, *, progress: ProgressOption = Fa
     with progress_block(spark, progress, "put", unit="messages", total=total):
         start, end = retry_on_conflict(attempt, "put_messages")
     if tables.config.dispatch_on_put:
-        dispatch(tables, progress=progress)
+        finish_dispatch(tables, end, progress=progress)
     result = (tables.commitlog.read(spark, where=[("commitlog_offset", ">=", start),
                                                   ("commitlog_offset", "<", end)])
               .select(*_RESULT))
@@ -413,3 +413,4 @@ def put_messages(tables: StoreTables, messages, *, progress: ProgressOption = Fa
 
 
 _RESULT = ("topic", "queue_id", "queue_offset", "commitlog_offset", "msg_id")
+

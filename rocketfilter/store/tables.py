@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 from contextlib import contextmanager
 from typing import Any, Dict, Optional
 
@@ -33,6 +34,18 @@ from rocketfilter.store.state import (COMMITLOG_KEY, CONSUMEQUEUE_KEY, CommitLog
 
 # How Spark (classic and Connect) reports a data file that vanished under a read.
 _FILE_GONE = ("FileNotFoundException", "FILE_NOT_EXIST", "PATH_NOT_FOUND", "No such file or directory")
+
+
+# Spark's error for a data file it cannot decode (corrupted bytes), naming the file.
+_FAILED_READ = re.compile(r"FAILED_READ_FILE[^\]]*\] Encountered error while reading file "
+                          r"(\S+?)\.?(?:\s|$)")
+_CAUSE = re.compile(r"Caused by: ([\w.$]+(?:Exception|Error)[^\n]*)")
+
+
+def _innermost_cause(text: str) -> str:
+    """The last ``Caused by:`` line of a Java stack trace, shortened."""
+    causes = _CAUSE.findall(text)
+    return causes[-1].strip()[:200] if causes else ""
 
 
 def normalize_store_uri(uri) -> str:
@@ -180,6 +193,13 @@ class StoreTables:
             text = str(exc)
             if any(sign in text for sign in _FILE_GONE):
                 self.check_files(*names)
+            unreadable = _FAILED_READ.search(text)
+            if unreadable:
+                cause = _innermost_cause(text)
+                raise StoreDamagedError(
+                    f"store {self.uri}: data file {unreadable.group(1)} cannot be read"
+                    f"{': ' + cause if cause else ''}; restore it (or the whole store) from a "
+                    "copy") from None
             raise
 
     # --- high-water marks --------------------------------------------------------------------
