@@ -32,6 +32,26 @@ def is_tag_type(expression_type: Optional[str]) -> bool:
     return expression_type is None or expression_type == "" or expression_type == TAG
 
 
+def check_expression_type(expression_type: Optional[str], where: str = "expression type") -> str:
+    """The expression type a consumer may subscribe with, as RocketMQ accepts it: ``TAG`` (also
+    null or ``""``, ``ExpressionType.isTagType``) or ``SQL92``, case-sensitive (the broker's
+    ``FilterFactory`` has no filter for any other name, so its filter data is never built and
+    every pull is refused). Returns ``"TAG"`` or ``"SQL92"``; raises ValueError otherwise.
+
+    >>> check_expression_type(None), check_expression_type("SQL92")
+    ('TAG', 'SQL92')
+    >>> check_expression_type("sql92")
+    Traceback (most recent call last):
+    ValueError: expression type 'sql92' is not one RocketMQ accepts: 'TAG' (or null/empty) or 'SQL92', case-sensitive
+    """
+    if is_tag_type(expression_type):
+        return TAG
+    if expression_type == SQL92:
+        return SQL92
+    raise ValueError(f"{where} {expression_type!r} is not one RocketMQ accepts: 'TAG' (or "
+                     "null/empty) or 'SQL92', case-sensitive")
+
+
 def java_trim(s: str) -> str:
     """Java ``String.trim``: strip characters <= U+0020 (not Unicode whitespace) at both ends."""
     start, end = 0, len(s)

@@ -191,7 +191,15 @@ def _read_text(filesystem, path: str) -> Optional[str]:
     if filesystem.get_file_info(path).type != pafs.FileType.File:
         return None
     with filesystem.open_input_stream(path) as f:
-        return f.read().decode("utf-8")
+        raw = f.read()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        name = path.rsplit("/", 2)
+        shown = "/".join(name[-2:]) if len(name) > 2 and name[-2] == "config" else name[-1]
+        raise ConfigFileError(shown, f"not UTF-8 text (byte 0x{raw[error.start]:02x} at offset "
+                                     f"{error.start}); a broker writes its config files in UTF-8") \
+            from None
 
 
 def read_broker_config(path: str, *, skip_damaged: bool = False,
@@ -202,15 +210,23 @@ def read_broker_config(path: str, *, skip_damaged: bool = False,
     ``check_filter(name, text)`` checks ``consumerFilter.json`` (SQL92 filter data: it takes the
     selector and the store's bloom settings, so the store passes it in) and says what it holds;
     ValueError when the file is malformed. Without it the file is kept unchecked."""
+    from pyarrow import fs as pafs
+
     filesystem, root = _filesystem(path)
     out = BrokerConfigFiles()
+    if filesystem.get_file_info(f"{root}/config").type == pafs.FileType.File:
+        error = ConfigFileError("config", "a regular file, not the broker's config directory "
+                                          "(topics.json, consumerOffset.json, ...)")
+        if not skip_damaged:
+            raise error
+        out.skipped["config"] = str(error)
     for name in CONFIG_FILES:
         for candidate in (f"config/{name}", name, f"config/{name}.bak", f"{name}.bak"):
-            text = _read_text(filesystem, f"{root}/{candidate}")
-            if text is None or not text.strip():
-                continue   # a missing or empty file: ConfigManager.load tries the backup
             checked = BrokerConfigFiles()   # a file counts whole or not at all
             try:
+                text = _read_text(filesystem, f"{root}/{candidate}")
+                if text is None or not text.strip():
+                    continue   # a missing or empty file: ConfigManager.load tries the backup
                 _check(candidate, text, checked, check_filter)
             except ConfigFileError as error:
                 if not skip_damaged:

@@ -86,14 +86,37 @@ def contiguity(files: Sequence[Tuple[str, int, int]], what: str, damage: List[Da
                                  f"{what} file is {size} bytes; the others are {mapped}"))
         if i and start != files[i - 1][1] + mapped:
             prev = files[i - 1][1]
-            damage.append(Damage(name, 0, f"{what} file starts at {start}, expected {prev + mapped}"
-                                          f" right after the file at {prev}"))
+            if start > prev + mapped:  # a gap: name the first file that should be there
+                gone = (start - prev) // mapped - 1
+                missing = f"{name.rsplit('/', 1)[0]}/{prev + mapped:020d}"
+                damage.append(Damage(missing, 0, f"{what} file missing: the file at {prev} is "
+                                                 f"followed by the one at {start}"
+                                                 + (f" ({gone} files of {mapped} bytes gone)"
+                                                    if gone > 1 else "")))
+            else:
+                damage.append(Damage(name, 0, f"{what} file starts at {start}, expected "
+                                              f"{prev + mapped} right after the file at {prev}"))
+
+
+def _directories(filesystem, directory: str) -> List[str]:
+    """The directories right under ``directory`` (a broker keeps none under ``commitlog/``)."""
+    infos = filesystem.get_file_info(pafs.FileSelector(directory))
+    return [i.path for i in infos
+            if i.type == pafs.FileType.Directory and not i.base_name.startswith(".")]
 
 
 def list_commitlog(filesystem, root: str, damage: List[Damage]) -> List[Listed]:
-    """The commit-log files in offset order; damage for misnamed files, links and gaps."""
+    """The commit-log files in offset order; damage for misnamed files, directories, links and
+    gaps (a missing file is named by the name it should have)."""
     files, links = list_files(filesystem, f"{root}/commitlog", recursive=False)
     _link_damage(root, links, damage)
+    in_place = set()
+    for path in _directories(filesystem, f"{root}/commitlog"):
+        if path in links:
+            continue
+        in_place.add(_rel(root, path))
+        damage.append(Damage(_rel(root, path), 0,
+                             "a directory, not a commit-log file as a broker writes"))
     found: List[Listed] = []
     for path, size in files:
         name, base = _rel(root, path), path.rsplit("/", 1)[-1]
@@ -102,7 +125,9 @@ def list_commitlog(filesystem, root: str, damage: List[Damage]) -> List[Listed]:
             continue
         found.append((name, path, int(base), size))
     found.sort(key=lambda f: f[2])
-    contiguity([(n, s, z) for n, _, s, z in found], "commit-log", damage)
+    gaps: List[Damage] = []
+    contiguity([(n, s, z) for n, _, s, z in found], "commit-log", gaps)
+    damage.extend(d for d in gaps if d.file not in in_place)  # a directory there is named already
     return found
 
 

@@ -21,7 +21,7 @@ import weakref
 from typing import Any, Optional, Sequence
 
 from deltalake import CommitProperties, DeltaTable, Transaction
-from deltalake.exceptions import CommitFailedError
+from deltalake.exceptions import CommitFailedError, DeltaError
 from deltalake.transaction import RemoveAction
 from pyarrow import fs as pafs
 from pyspark.sql import DataFrame, functions as F
@@ -33,6 +33,8 @@ from rocketfilter.delta.errors import (COMMIT_ID_KEY, OPERATION_KEY, ConcurrentC
                                        DeltaFeatureError, TableMissingError)
 from rocketfilter.delta.schema import (DeltaSchemaError, ExtraColumns,  # noqa: F401
                                        add_columns_at, arrow_schema, check_schema)
+# DamagedLogError is re-exported with the table's other errors.
+from rocketfilter.delta.log import DamagedLogError, check_log, explain_failure  # noqa: F401
 # Also re-exported: code imports FileStats, _where_column and _file_uri from this module.
 from rocketfilter.delta.stats import (FileStats, TableFiles, _check_where, _file_uri,
                                       _where_column)
@@ -152,7 +154,11 @@ class Table(delta_write.TableWriter, TableFiles):
             except Exception:
                 if not DeltaTable.is_deltatable(uri, storage_options):
                     raise  # else another process created it just now: open theirs (checked)
-        dt = DeltaTable(uri, storage_options=storage_options)
+        check_log(uri)
+        try:
+            dt = DeltaTable(uri, storage_options=storage_options)
+        except DeltaError as exc:
+            raise explain_failure(uri, exc) from None
         return cls(uri, schema, dt, stats_columns, storage_options, extra)
 
     def _check(self) -> None:
@@ -199,7 +205,12 @@ class Table(delta_write.TableWriter, TableFiles):
 
         Raises TableMissingError when the table's log is gone: delta-rs would otherwise keep
         answering from the snapshot it loaded before."""
-        self._dt.update_incremental()
+        try:
+            self._dt.update_incremental()
+        except DeltaError as exc:
+            if not self.log_exists():
+                raise TableMissingError(self.uri) from None
+            raise explain_failure(self.uri, exc) from None
         if not self.log_exists():
             raise TableMissingError(self.uri)
         self._check()

@@ -42,6 +42,9 @@ def summary(report) -> str:
     text = (f"imported {report.messages} messages from {report.commitlog_files} commit-log files,"
             f" {report.cq_units} consume-queue units from {report.consumequeue_files} files,"
             f" {len(report.topics)} topics")
+    if getattr(report, "cq_units_rebuilt", 0):
+        text += (f"; rebuilt {report.cq_units_rebuilt} consume-queue units from the commit log"
+                 " (their unit files were damaged or missing)")
     if report.damaged_count:
         first = report.damaged[0]
         text += (f"; skipped {report.damaged_count} damaged items"

@@ -24,7 +24,8 @@ from rocketfilter.consumer.message_queue import MessageQueue  # noqa: F401
 from rocketfilter.consumer.strategies import StrategyConfig, allocate_strategy_from_config
 from rocketfilter.javalang import string_sort_key
 from rocketfilter.pull.broker import Broker, PullMessageRequestHeader, PullMessageResponse, PullSysFlag, ResponseCode
-from rocketfilter.tags import TAG, SubscriptionData, build_subscription, client_accepts, is_tag_type
+from rocketfilter.tags import (TAG, SubscriptionData, build_subscription, check_expression_type,
+                               client_accepts, is_tag_type)
 
 PROPERTY_MIN_OFFSET = "MIN_OFFSET"
 PROPERTY_MAX_OFFSET = "MAX_OFFSET"
@@ -164,6 +165,7 @@ class PullConsumer:
         property, ...) is emitted with ``warnings.warn`` as a ``SelectorWarning``; a selector that
         does not compile is the broker's to refuse, as before.
         """
+        check_expression_type(expression_type)
         sub = build_subscription(validate_topic(topic), expression, expression_type)
         if not is_tag_type(sub.expression_type):
             _warn_findings(sub.sub_string)

@@ -63,6 +63,10 @@ def get_message(store, group: str, topic: str, queue_id: int, offset: int,
     retry variant), or None to accept everything. The result carries the found messages as
     MessageExt-like dicts (``messages``) and as a Spark DataFrame (``dataframe``).
     """
+    if message_filter is not None and not hasattr(message_filter, "is_matched_by_consume_queue"):
+        raise TypeError("message_filter must be an ExpressionMessageFilter (e.g. "
+                        "ExpressionMessageFilter(build_subscription(topic, \"TagA || TagB\"))) or "
+                        f"None, not {type(message_filter).__name__}")
     check_max_msg_nums(max_msg_nums)
     check_pull_offset(offset)
     limits = pull_limits(store.config)

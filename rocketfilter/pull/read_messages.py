@@ -29,7 +29,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from rocketfilter.store import schema as S
-from rocketfilter.tags import build_subscription, is_tag_type
+from rocketfilter.tags import build_subscription, check_expression_type, is_tag_type
 from rocketfilter.tag_columns import tag_code_predicate, tag_exact_predicate
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
@@ -152,6 +152,7 @@ def checked_subscription(store, topic: str, subscription: str, expression_type: 
     :func:`read_messages` documents."""
     from rocketfilter.selector import parse
 
+    check_expression_type(expression_type)
     sub = build_subscription(topic, subscription, expression_type)
     sql = not is_tag_type(sub.expression_type)
     selector = parse(subscription) if sql else None

@@ -127,6 +127,16 @@ def properties(node: Node) -> list:
     return list(seen)
 
 
+def chain_operands(node: Node) -> list:
+    """The operands of the flat AND/OR chain ``node`` heads, left to right, found without
+    recursion (its length is not nesting: a chain may have thousands of terms)."""
+    rights = []
+    while type(node.left) is type(node):
+        rights.append(node.right)
+        node = node.left
+    return [node.left, node.right] + rights[::-1]
+
+
 def to_text(node: Node) -> str:
     """A canonical, re-parseable rendering (with explicit parentheses) for messages and tests."""
     if isinstance(node, Constant):
@@ -145,10 +155,13 @@ def to_text(node: Node) -> str:
         return to_text(node.operand)
     if isinstance(node, Not):
         return f"(NOT {to_text(node.operand)})"
-    if isinstance(node, And):
-        return f"({to_text(node.left)} AND {to_text(node.right)})"
-    if isinstance(node, Or):
-        return f"({to_text(node.left)} OR {to_text(node.right)})"
+    if isinstance(node, (And, Or)):  # a chain in a loop: it may have thousands of terms
+        word = " AND " if isinstance(node, And) else " OR "
+        operands = chain_operands(node)
+        text = to_text(operands[0])
+        for operand in operands[1:]:
+            text = f"({text}{word}{to_text(operand)})"
+        return text
     if isinstance(node, Equal):
         if node.right == BoolConstant(None):  # `x = NULL` does not compile; IS NULL built it
             return f"({to_text(node.left)} IS NULL)"

@@ -22,6 +22,7 @@ LONG_MAX = (1 << 63) - 1
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 DOUBLE_MIN_VALUE = 5e-324  # Java's Double.MIN_VALUE, the smallest positive subnormal
 MAX_DEPTH = 400  # deeper selectors would overflow Python's stack in the evaluators
+# (depth counts parentheses, NOT, minus and operators inside operands; never AND/OR chain length)
 DEPTH_MESSAGE = f"Selector nests deeper than {MAX_DEPTH} levels"
 DEPTH_HINT = "RocketMQ's parser would overflow its stack somewhat deeper; flatten the selector"
 _LONG_DIGITS = len(str(LONG_MAX))
@@ -70,11 +71,18 @@ def _measure(node, start: int, end: int, nodes: dict) -> int:
     if record is not None:
         return record[3]
     kids = A.children(node)
-    depth = 1 + max((_measure(k, start, end, nodes) for k in kids), default=0)
+    depth = max((_measure(k, start, end, nodes) + (0 if _chained(node, k) else 1)
+                 for k in kids), default=0) or 1
     if kids:  # a node built inside a callback spans its children
         start, end = min(nodes[id(k)][1] for k in kids), max(nodes[id(k)][2] for k in kids)
     nodes[id(node)] = (node, start, end, depth, start, end)
     return depth
+
+
+def _chained(node, kid) -> bool:
+    """Whether `kid` is the left step of the same AND/OR chain as `node`: a flat chain is read in
+    a loop (RocketMQ's parser and every walker here), so its length is not nesting."""
+    return isinstance(node, (A.And, A.Or)) and type(kid) is type(node) and kid is node.left
 
 
 def _tracked(build):

@@ -133,26 +133,30 @@ def _not(node: A.Not, props):
 
 # --- logic: three-valued, short-circuit in operand order (an error on the right is skipped) ---
 
+def _logic(node, props, decisive: bool):
+    """Java's left-deep LogicExpression fold: each step takes the result so far and, unless it
+    is `decisive`, the next operand (an error on a skipped operand is never raised)."""
+    operands = A.chain_operands(node)
+    result = _as_boolean(_eval(operands[0], props))
+    for operand in operands[1:]:
+        if result is decisive:
+            continue
+        right = _as_boolean(_eval(operand, props))
+        if right is decisive:
+            result = decisive
+        else:
+            result = None if result is None or right is None else (not decisive)
+    return result
+
+
 @evaluator(A.And)
 def _and(node: A.And, props):
-    left = _as_boolean(_eval(node.left, props))
-    if left is False:
-        return False
-    right = _as_boolean(_eval(node.right, props))
-    if right is False:
-        return False
-    return None if left is None or right is None else True
+    return _logic(node, props, False)
 
 
 @evaluator(A.Or)
 def _or(node: A.Or, props):
-    left = _as_boolean(_eval(node.left, props))
-    if left is True:
-        return True
-    right = _as_boolean(_eval(node.right, props))
-    if right is True:
-        return True
-    return None if left is None or right is None else False
+    return _logic(node, props, True)
 
 
 # --- comparisons -------------------------------------------------------------------------------

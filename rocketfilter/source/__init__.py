@@ -56,6 +56,10 @@ def _options(store: str, topic: str, sub_expression: str, expression_type: str, 
     out = {"store": str(store), "topic": topic, "subExpression": sub_expression,
            "expressionType": expression_type}
     out.update({k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in options.items()})
+    # Checked here first: a bad option is then one line, not Spark's wrapped worker traceback.
+    from rocketfilter.source.options import SourceOptions
+
+    SourceOptions.parse(out).subscription()
     return out
 
 
@@ -63,15 +67,15 @@ def read(spark, store: str, topic: str, sub_expression: str = "*", expression_ty
          **options: Any):
     """``spark.read.format("rocketmq")`` with these options (and any other, by its option
     name: ``startingOffsets=...``, ``endingOffsets=...``, ``includeProperties=False``)."""
+    checked = _options(store, topic, sub_expression, expression_type, options)
     register(spark)
-    return (spark.read.format(FORMAT)
-            .options(**_options(store, topic, sub_expression, expression_type, options)).load())
+    return spark.read.format(FORMAT).options(**checked).load()
 
 
 def read_stream(spark, store: str, topic: str, sub_expression: str = "*",
                 expression_type: str = "TAG", **options: Any):
     """``spark.readStream.format("rocketmq")`` with these options (``consumerGroup=...``,
     ``maxOffsetsPerTrigger=...``, ``startingOffsets=...``, ``failOnDataLoss=False``...)."""
+    checked = _options(store, topic, sub_expression, expression_type, options)
     register(spark)
-    return (spark.readStream.format(FORMAT)
-            .options(**_options(store, topic, sub_expression, expression_type, options)).load())
+    return spark.readStream.format(FORMAT).options(**checked).load()

@@ -24,7 +24,7 @@ from pyspark.sql.types import StructType
 
 from rocketfilter.source import offsets as O
 from rocketfilter.source.filters import SubscriptionFilter
-from rocketfilter.source.options import SourceOptions
+from rocketfilter.source.options import SourceOptionError, SourceOptions
 from rocketfilter.source.plan import ScanPartition, plan_scan
 from rocketfilter.source.scan import ScanSpec, read_partition
 from rocketfilter.source.schema import arrow_schema, check_schema, source_schema
@@ -35,12 +35,18 @@ FORMAT = "rocketmq"
 
 
 def open_store(options: SourceOptions):
-    """The store, read through its Delta tables (no Spark); StoreNotFoundError when absent."""
+    """The store, read through its Delta tables (no Spark); StoreNotFoundError when absent,
+    SourceOptionError naming the ``topic`` option when the store has no such topic."""
     from rocketfilter.config import MessageStoreConfig
     from rocketfilter.store.store import MessageStore
 
-    return MessageStore(options.store, None, MessageStoreConfig(),
-                        storage_options=options.storage_options or None, create=False)
+    store = MessageStore(options.store, None, MessageStoreConfig(),
+                         storage_options=options.storage_options or None, create=False)
+    known = set(store.topics()) | set(store.consumequeue_state().queues)
+    if options.topic not in known:
+        raise SourceOptionError(f"option topic: topic {options.topic!r} does not exist in store "
+                                f"{store.uri} (topics: {', '.join(sorted(known)) or 'none'})")
+    return store
 
 
 def scan_spec(options: SourceOptions, schema: StructType) -> ScanSpec:
@@ -80,6 +86,13 @@ class RocketMQDataSource(DataSource):
         from rocketfilter.source.sink import RocketMQWriter
 
         return RocketMQWriter(dict(self.options), schema, overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool):
+        """No streaming sink: a put per micro-batch could not be made exactly once across a
+        restart, so the query is refused before it writes anything."""
+        from rocketfilter.source.sink import StreamingSinkError
+
+        raise StreamingSinkError()
 
 
 class RocketMQBatchReader(DataSourceReader):

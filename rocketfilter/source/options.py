@@ -7,7 +7,7 @@ option                      meaning
 ``store``                   the store's directory or URI (``path`` and ``load(path)`` work too)
 ``topic``                   the topic to read
 ``subExpression``           the subscription: tags (``TagA || TagB``, default ``*``) or a selector
-``expressionType``          ``TAG`` (default) or ``SQL92``
+``expressionType``          ``TAG`` (default) or ``SQL92`` (case-sensitive)
 ``consumerGroup``           streaming: start from the group's committed offsets and commit after
                             each batch
 ``startingOffsets``         ``earliest``, ``latest`` or ``{"TopicA": {"0": 23, "1": -2}}``
@@ -29,7 +29,7 @@ from typing import Mapping, Optional
 from rocketfilter.checks import LONG_MAX, _is_int
 from rocketfilter.naming import validate_group, validate_topic
 from rocketfilter.offsets_spec import parse_offsets
-from rocketfilter.tags import SQL92, TAG, SubscriptionData, build_subscription
+from rocketfilter.tags import SQL92, TAG, SubscriptionData, build_subscription, check_expression_type
 
 _KNOWN = ("store", "path", "topic", "subexpression", "expressiontype", "consumergroup",
           "startingoffsets", "endingoffsets", "startingtimestamp", "maxoffsetspertrigger",
@@ -73,7 +73,7 @@ class SourceOptions:
         """From Spark's (case-insensitive) options; SourceOptionError names the bad one.
 
         >>> SourceOptions.parse({"store": "/tmp/s", "topic": "T", "subExpression": "a > 1",
-        ...                      "expressionType": "sql92"}).expression_type
+        ...                      "expressionType": "SQL92"}).expression_type
         'SQL92'
         """
         opts = {str(k).lower(): v for k, v in options.items()}
@@ -94,10 +94,11 @@ class SourceOptions:
             validate_topic(topic)
         except ValueError as error:
             raise SourceOptionError(f"option topic: {error}") from None
-        expression_type = str(opts.get("expressiontype") or TAG).strip().upper()
-        if expression_type not in (TAG, SQL92):
-            raise SourceOptionError(f"option expressionType: expected TAG or SQL92, got "
-                                    f"{opts.get('expressiontype')!r}")
+        try:  # case-sensitive, as the broker's FilterFactory is
+            expression_type = check_expression_type(opts.get("expressiontype"),
+                                                    "option expressionType:")
+        except ValueError as error:
+            raise SourceOptionError(str(error)) from None
         group = opts.get("consumergroup") or None
         if group is not None:
             try:

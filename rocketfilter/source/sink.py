@@ -41,12 +41,24 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StringType, StructField, StructType
 
 from rocketfilter.delta.write import filesystem_path
+# MessageStore.open removes the staging a killed write left (rocketfilter.store.staging).
+from rocketfilter.store.staging import STAGING
 
 _STORAGE_PREFIX = "storage."
-STAGING = "_sink"
 # What the put's process must not inherit from a Spark worker: it starts its own local session.
 _WORKER_ENV = ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET", "SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED",
                "SPARK_LOCAL_REMOTE", "PYSPARK_SUBMIT_ARGS")
+
+
+class StreamingSinkError(ValueError):
+    """``writeStream.format("rocketmq")``: there is no streaming sink."""
+
+    def __init__(self):
+        super().__init__(
+            "format rocketmq has no streaming sink (writeStream); write each micro-batch with "
+            "foreachBatch: .writeStream.foreachBatch(lambda df, batch_id: df.write"
+            ".format(\"rocketmq\").mode(\"append\").option(\"store\", ...).save()) (a batch "
+            "replayed after a restart is put again: deduplicate on a key if that matters)")
 
 
 @dataclass

@@ -9,6 +9,7 @@ moves it. A crash between a put and its dispatch leaves the ConsumeQueue lagging
 from __future__ import annotations
 
 import json
+import logging
 import math
 from dataclasses import dataclass
 from typing import Dict, List, Optional
@@ -21,11 +22,15 @@ from rocketfilter.spark_progress import ProgressOption, progress_block
 from rocketfilter.store import schema as S
 from rocketfilter.delta.write import delete_files, write_dataframe
 from rocketfilter.store.errors import StoreDamagedError
-from rocketfilter.delta.retry import retry_on_conflict
+from rocketfilter.delta.table import ConcurrentCommitError
+from rocketfilter.delta.retry import RETRIES, retry_on_conflict
 from rocketfilter.store.state import DISPATCH_APP_ID, ConsumeQueueState
 from rocketfilter.store.sub_bits import bits_column, plan_slots, shared_parses
 from rocketfilter.store.tables import StoreTables
 from rocketfilter.tag_columns import tags_code_column
+
+
+log = logging.getLogger(__name__)
 
 
 class ConsumeQueueGapError(RuntimeError):
@@ -189,3 +194,21 @@ def dispatch(tables: StoreTables, *, to_commitlog_offset: Optional[int] = None,
         return DispatchReport(sum(r["n"] for r in ranges), state.dispatched, end, merged.queues)
 
     return retry_on_conflict(attempt, "dispatch")
+
+
+def finish_dispatch(tables: StoreTables, end: int, *, progress: ProgressOption = False) -> None:
+    """Dispatch after a put's CommitLog commit landed: the put has succeeded by then, so a lost
+    dispatch race is never the caller's error (a caller that retried would store the messages
+    twice). Each lost race means another dispatch landed: try again until the ConsumeQueue
+    covers ``end``; after RETRIES losses leave the rest to the next dispatch (any put's, and
+    ``MessageStore.open``'s repair)."""
+    for _ in range(RETRIES):
+        try:
+            dispatch(tables, progress=progress)
+            return
+        except ConcurrentCommitError:
+            if tables.consumequeue_state().dispatched >= end:
+                return
+    log.warning("store %s: the dispatch of a put up to commit-log offset %d lost %d commit races; "
+                "the messages are stored, and the next dispatch (or opening the store) indexes them",
+                tables.uri, end, RETRIES)

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from rocketfilter.spark_progress import ProgressOption, progress_block
 from rocketfilter.store import schema as S
 from rocketfilter.store.config_files import apply_broker_config, read_broker_config
-from rocketfilter.store.dispatch import dispatch, write_consumequeue
+from rocketfilter.store.dispatch import consumequeue_rows, dispatch, write_consumequeue
 # StoreNotEmptyError is re-exported: callers import it from here.
 from rocketfilter.store.errors import StoreNotEmptyError
 from rocketfilter.store.importer import scan_store
@@ -91,7 +91,7 @@ def _import(tables: StoreTables, scanned, shown=None):
     table.commit(adds, expected_version=version, custom_metadata=state.to_metadata(),
                  operation="WRITE")
 
-    cq = scanned.consumequeue
+    cq, report.cq_units_rebuilt = _with_rebuilt_units(tables, cl, scanned.consumequeue)
     ranges = (cq.groupBy("topic", "queue_id")
               .agg(F.min("queue_offset").alias("lo"), F.max("queue_offset").alias("hi"),
                    F.count(F.lit(1)).alias("n"),
@@ -110,6 +110,28 @@ def _import(tables: StoreTables, scanned, shown=None):
     scanned.unpersist()
     dispatch(tables)
     return report
+
+
+def _with_rebuilt_units(tables: StoreTables, cl, cq):
+    """The imported units plus one rebuilt from each CommitLog record that no unit points to
+    although the ConsumeQueue had gone past it (a unit file lost to damage), and how many were
+    rebuilt. The CommitLog is the truth: a broker's recovery re-dispatches it the same way.
+    Records past every unit are left to the dispatch that follows; records below a queue's
+    first unit (its older files deleted by retention) stay out of the ConsumeQueue."""
+    ends = cq.groupBy("topic", "queue_id").agg(F.min("queue_offset").alias("_lo"))
+    dispatched = cq.agg(F.max(F.col("commitlog_offset") + F.col("size"))).first()[0]
+    if dispatched is None:
+        return cq, 0
+    orphans = (cl.filter(F.col("commitlog_offset") < F.lit(int(dispatched)))
+               .join(cq.select("commitlog_offset"), "commitlog_offset", "left_anti")
+               .join(F.broadcast(ends), ["topic", "queue_id"], "left")
+               .filter(F.col("_lo").isNull() | (F.col("queue_offset") >= F.col("_lo")))
+               .drop("_lo"))
+    n = orphans.count()
+    if not n:
+        return cq, 0
+    rebuilt = consumequeue_rows(tables, orphans).select(*cq.columns)
+    return cq.unionByName(rebuilt), n
 
 
 def report_partitions(report) -> int:

@@ -60,6 +60,7 @@ class ImportReport:
     cq_units_checked: int = 0   # units compared with the record they point to
     cq_units_expired: int = 0   # units below the first commit-log file (deleted by retention)
     records_without_unit: int = 0  # records no unit points to (the CQ lagged the commit log)
+    cq_units_rebuilt: int = 0   # units rebuilt from records behind the CQ's end (a lost unit file)
     commitlog_end: int = 0      # global offset where the commit log's data ends
     topics: List[Tuple[str, int]] = field(default_factory=list)
     damaged_count: int = 0

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import binascii
 import time
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -23,13 +23,16 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from rocketfilter.message_columns import properties_to_string_column, string_to_properties_column
+from rocketfilter.naming import is_not_allowed_send_topic
 from rocketfilter.spark_progress import ProgressOption, progress_block
 from rocketfilter.store import schema as S
 from rocketfilter.delta.write import RESULT_DDL, delete_files
-from rocketfilter.store.dispatch import dispatch
+from rocketfilter.store.dispatch import finish_dispatch
 from rocketfilter.store.promote import promote_configured
 from rocketfilter.store.promoted import with_promoted
-from rocketfilter.store.put_input import INPUT_SCHEMA, PutMessageError, as_dict, conform, messages_from_list
+from rocketfilter.store.put_input import (INPUT_SCHEMA, PutMessageError, as_dict, body_too_large,
+                                          check_limits, conform, messages_from_list,
+                                          properties_too_long)
 from rocketfilter.delta.retry import retry_on_conflict
 from rocketfilter.store.state import CommitLogState
 from rocketfilter.store.tables import StoreTables
@@ -91,7 +94,7 @@ def _prepare(df: DataFrame, cluster_name: str) -> DataFrame:
             .withColumn("born_host", F.coalesce(F.col("born_host"), F.lit("127.0.0.1:0")))
             .withColumn("store_size", (F.lit(91) + F.length("body") + F.octet_length("topic")
                                        + F.col("_wire") + ipv6("born_host") * 12).cast("int"))
-            .drop("_wire"))
+            .withColumn("_body_size", F.length("body")))
 
 
 # --- pass 1: counts, and the driver's plan ------------------------------------------------
@@ -106,27 +109,43 @@ def _count_partition(batches):
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        table = pa.Table.from_batches([batch]).select(["topic", "queue_id", "store_size"])
+        table = pa.Table.from_batches([batch]).select(["topic", "queue_id", "store_size",
+                                                         "_body_size", "_wire"])
         # count_all: a message without a topic (so without a size) must still be counted.
         grouped = table.group_by(["topic", "queue_id"], use_threads=False).aggregate(
-            [([], "count_all"), ("store_size", "sum")])
+            [([], "count_all"), ("store_size", "sum"), ("_body_size", "max"), ("_wire", "max")])
         for row in grouped.to_pylist():
             key = (row["topic"], row["queue_id"])
-            acc = totals.setdefault(key, [0, 0])
+            acc = totals.setdefault(key, [0, 0, 0, 0])
             acc[0] += row["count_all"]
             acc[1] += row["store_size_sum"] or 0
+            acc[2] = max(acc[2], row["_body_size_max"] or 0)
+            acc[3] = max(acc[3], row["_wire_max"] or 0)
     pid = TaskContext.get().partitionId()
-    rows = [{"p": pid, "topic": t, "queue_id": q, "n": n, "bytes": b} for (t, q), (n, b) in totals.items()]
+    rows = [{"p": pid, "topic": t, "queue_id": q, "n": n, "bytes": b, "body": body, "wire": wire}
+            for (t, q), (n, b, body, wire) in totals.items()]
     yield pa.RecordBatch.from_pylist(rows, schema=pa.schema([
         ("p", pa.int32()), ("topic", pa.string()), ("queue_id", pa.int64()),
-        ("n", pa.int64()), ("bytes", pa.int64())]))
+        ("n", pa.int64()), ("bytes", pa.int64()), ("body", pa.int64()), ("wire", pa.int64())]))
 
 
 def _counts(df: DataFrame) -> List[tuple]:
-    # Only the three columns travel to Python (profiled: shipping whole rows made this pass
+    # Only these columns travel to Python (profiled: shipping whole rows made this pass
     # as costly as the write).
-    return (df.select("topic", "queue_id", "store_size")
-            .mapInArrow(_count_partition, "p int, topic string, queue_id long, n long, bytes long").collect())
+    return (df.select("topic", "queue_id", "store_size", "_body_size", "_wire")
+            .mapInArrow(_count_partition, "p int, topic string, queue_id long, n long, bytes long, "
+                                          "body long, wire long").collect())
+
+
+def _check_sizes(counts: List[tuple], max_message_size: int) -> None:
+    """PutMessageError for a DataFrame holding a message the broker would refuse for its size
+    (pass 1 saw each topic's largest body and properties string)."""
+    for row in sorted(counts, key=lambda r: (r["topic"] or "", r["queue_id"] or -1)):
+        for why in (body_too_large(row["body"], max_message_size),
+                    properties_too_long(row["wire"])):
+            if why:
+                raise PutMessageError(f"a message of topic {row['topic']!r}: {why}; nothing was "
+                                      "written")
 
 
 def _plan(counts: List[tuple], state: CommitLogState, queue_nums: Dict[str, int]) -> Tuple[dict, CommitLogState]:
@@ -277,13 +296,19 @@ def _assign_and_write(plan: dict, table, prefix: str, row_group_rows: int):
 
 # --- the whole put --------------------------------------------------------------------------
 
-def _check_topics(tables: StoreTables, wanted: Dict[str, set]) -> Dict[str, int]:
+def _check_topics(tables: StoreTables, wanted: Dict[str, set],
+                  index: Optional[Dict[str, int]] = None) -> Dict[str, int]:
     """Each topic's write queue count, creating topics when auto-creation is on; PutMessageError
     for an unknown topic or an explicit queue id out of range. ``wanted`` maps a topic to the
     explicit queue ids its messages ask for (None: round robin)."""
     known = topics(tables)
     queue_nums = {}
     for topic in sorted(wanted):
+        if is_not_allowed_send_topic(topic):  # AbstractSendMessageProcessor.msgCheck
+            which = f"message {index[topic]}" if index else "a message"
+            raise PutMessageError(f"{which}: Sending message to topic[{topic}] is forbidden. (a "
+                                  "system topic: the broker answers NO_PERMISSION); nothing was "
+                                  "written")
         config = known.get(topic)
         if config is None:
             broker = tables.broker_config
@@ -330,8 +355,13 @@ def put_messages(tables: StoreTables, messages, *, progress: ProgressOption = Fa
         if not messages:
             return []
         df = messages_from_list(spark, messages)
-        # Known on the driver: refuse a bad topic or queue before any Spark job.
-        _check_topics(tables, _wanted((m["topic"], m.get("queue_id")) for m in map(as_dict, messages)))
+        # Known on the driver: refuse a bad topic, queue or size before any Spark job.
+        dicts = [as_dict(m) for m in messages]
+        for i, m in enumerate(dicts):
+            check_limits(i, m, tables.config.max_message_size,
+                         tables.broker_config.broker_cluster_name)
+        _check_topics(tables, _wanted((m["topic"], m.get("queue_id")) for m in dicts),
+                      index={m["topic"]: i for i, m in reversed(list(enumerate(dicts)))})
     else:
         df = messages
     prepared = _prepare(conform(df), tables.broker_config.broker_cluster_name)
@@ -346,6 +376,7 @@ def put_messages(tables: StoreTables, messages, *, progress: ProgressOption = Fa
         raise PutMessageError(f"{missing} message(s) have no topic (column 'topic' is null); "
                               "nothing was written")
     queue_nums = _check_topics(tables, _wanted((r["topic"], r["queue_id"]) for r in counts))
+    _check_sizes(counts, tables.config.max_message_size)
     promote_configured(tables)
 
     def attempt():
@@ -372,7 +403,7 @@ def put_messages(tables: StoreTables, messages, *, progress: ProgressOption = Fa
     with progress_block(spark, progress, "put", unit="messages", total=total):
         start, end = retry_on_conflict(attempt, "put_messages")
     if tables.config.dispatch_on_put:
-        dispatch(tables, progress=progress)
+        finish_dispatch(tables, end, progress=progress)
     result = (tables.commitlog.read(spark, where=[("commitlog_offset", ">=", start),
                                                   ("commitlog_offset", "<", end)])
               .select(*_RESULT))
@@ -382,3 +413,4 @@ def put_messages(tables: StoreTables, messages, *, progress: ProgressOption = Fa
 
 
 _RESULT = ("topic", "queue_id", "queue_offset", "commitlog_offset", "msg_id")
+

@@ -33,6 +33,10 @@ _ONE_FILE_ROWS = 100_000
 _INTS = {"queue_id": (0, INT_MAX), "flag": (-INT_MAX - 1, INT_MAX), "born_timestamp": (0, LONG_MAX)}
 
 
+# Short.MAX_VALUE: a longer properties string is MessageExtEncoder's PROPERTIES_SIZE_EXCEEDED.
+MAX_PROPERTIES_LENGTH = 32767
+
+
 class PutMessageError(ValueError):
     """A message the store refuses (no topic, unknown topic, queue out of range, a field of the
     wrong type); nothing of the put was written."""
@@ -92,6 +96,51 @@ def check_message(i: int, m: Mapping[str, Any]) -> None:
             refuse(field, f"must be an int, got {_type(value)}")
         if not lo <= value <= hi:
             refuse(field, f"{value} is outside {lo}..{hi}")
+
+
+def body_too_large(size: int, max_message_size: int) -> str:
+    """Why MessageExtEncoder refuses a body (MESSAGE_ILLEGAL), or "" when it does not."""
+    if size <= max_message_size:
+        return ""
+    return (f"{size} bytes, over maxMessageSize {max_message_size} (the broker refuses it: "
+            "MESSAGE_ILLEGAL, message body size exceeded)")
+
+
+def properties_too_long(length: int) -> str:
+    """Why MessageExtEncoder refuses a properties string (PROPERTIES_SIZE_EXCEEDED), or ""."""
+    if length <= MAX_PROPERTIES_LENGTH:
+        return ""
+    return (f"the properties string is {length} bytes, over {MAX_PROPERTIES_LENGTH} "
+            "(Short.MAX_VALUE; the broker refuses it: PROPERTIES_SIZE_EXCEEDED)")
+
+
+def _wire_length(m: Mapping[str, Any], cluster_name: str) -> int:
+    """The bytes of the stored properties string: the user's properties with the TAGS, KEYS and
+    WAIT the producer sets and the CLUSTER the broker sets (as put._with_producer_properties)."""
+    from rocketfilter.message import java_utf8_bytes
+
+    tags, keys = m.get("tags"), m.get("keys")
+    keys = " ".join(keys) if isinstance(keys, (list, tuple)) else keys
+    props = {k: v for k, v in (m.get("properties") or {}).items()
+             if not ((k == "TAGS" and tags) or (k == "KEYS" and keys) or k == "CLUSTER")}
+    extra = {"TAGS": tags, "KEYS": keys, "WAIT": None if "WAIT" in props else "true",
+             "CLUSTER": cluster_name}
+    props.update({k: v for k, v in extra.items() if v})
+    return sum(len(java_utf8_bytes(k)) + len(java_utf8_bytes(v)) + 2
+               for k, v in props.items() if v is not None)
+
+
+def check_limits(i: int, m: Mapping[str, Any], max_message_size: int, cluster_name: str) -> None:
+    """PutMessageError naming message ``i`` when the broker would refuse it for its size."""
+    body = m.get("body")
+    size = 0 if body is None else len(body.encode("utf-8")) if isinstance(body, str) \
+        else memoryview(body).nbytes
+    why = body_too_large(size, max_message_size)
+    if why:
+        raise PutMessageError(f"message {i}: field 'body': {why}")
+    why = properties_too_long(_wire_length(m, cluster_name))
+    if why:
+        raise PutMessageError(f"message {i}: field 'properties': {why}")
 
 
 def messages_from_list(spark, messages: List[Any]) -> DataFrame:

@@ -19,6 +19,7 @@ from rocketfilter.store import backfill as _backfill
 from rocketfilter.store import describe as _describe
 from rocketfilter.store import cq_units, groups, import_job, offsets, offsets_by_time, put, retention, sub_bits, topics
 from rocketfilter.store import promote as _promote
+from rocketfilter.store.staging import clean_abandoned_staging
 from rocketfilter.store.tables import StoreTables
 
 if TYPE_CHECKING:
@@ -49,7 +50,8 @@ class MessageStore(StoreTables):
         Opening checks that every data file the tables' logs list is still in storage
         (StoreDamagedError otherwise), then repairs a ConsumeQueue that lags its CommitLog (a
         crash between a put and its dispatch) by dispatching what is missing, unless
-        ``repair=False``.
+        ``repair=False``; with repair it also removes the staged rows of ``format("rocketmq")``
+        writes killed before their commit (``_sink/`` folders unchanged for a day).
         """
         from rocketfilter.session import get_spark
 
@@ -58,6 +60,7 @@ class MessageStore(StoreTables):
         store.check_files()
         if repair:
             store.dispatch()
+            clean_abandoned_staging(store)  # rows a killed format("rocketmq") write left
         return store
 
     # --- topics and consumer offsets -------------------------------------------------------

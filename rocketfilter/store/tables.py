@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 from contextlib import contextmanager
 from typing import Any, Dict, Optional
 
@@ -22,7 +23,7 @@ from pyarrow import fs as pafs
 
 from rocketfilter.config import BrokerConfig, MessageStoreConfig
 from rocketfilter.store import schema as S
-from rocketfilter.delta.table import Table, TableMissingError
+from rocketfilter.delta.table import DamagedLogError, Table, TableMissingError
 from rocketfilter.delta.write import filesystem_path
 from rocketfilter.store.filter_data import ConsumerFilterManager
 from rocketfilter.store.errors import StoreDamagedError, StoreNotFoundError
@@ -33,6 +34,18 @@ from rocketfilter.store.state import (COMMITLOG_KEY, CONSUMEQUEUE_KEY, CommitLog
 
 # How Spark (classic and Connect) reports a data file that vanished under a read.
 _FILE_GONE = ("FileNotFoundException", "FILE_NOT_EXIST", "PATH_NOT_FOUND", "No such file or directory")
+
+
+# Spark's error for a data file it cannot decode (corrupted bytes), naming the file.
+_FAILED_READ = re.compile(r"FAILED_READ_FILE[^\]]*\] Encountered error while reading file "
+                          r"(\S+?)\.?(?:\s|$)")
+_CAUSE = re.compile(r"Caused by: ([\w.$]+(?:Exception|Error)[^\n]*)")
+
+
+def _innermost_cause(text: str) -> str:
+    """The last ``Caused by:`` line of a Java stack trace, shortened."""
+    causes = _CAUSE.findall(text)
+    return causes[-1].strip()[:200] if causes else ""
 
 
 def normalize_store_uri(uri) -> str:
@@ -68,15 +81,22 @@ class StoreTables:
         # and the bitmap switch live there.
         self.broker_config = broker_config or BrokerConfig()
         self.storage_options = storage_options
+        self._check_commitlog_log()
         if not create and not store_exists(self.uri, storage_options):
             raise StoreNotFoundError(f"no rocketfilter store at {uri} (no {S.COMMITLOG} Delta table "
                                      "there); check the path, or create one with create=True")
-        self.tables: Dict[str, Table] = {
-            name: Table.open(f"{self.uri}/{name}", S.SCHEMAS[name], extra=S.EXTRA_COLUMNS.get(name),
-                             stats_columns=S.STATS_COLUMNS[name], storage_options=storage_options)
-            for name in S.TABLES
-        }
+        try:
+            self.tables: Dict[str, Table] = {
+                name: Table.open(f"{self.uri}/{name}", S.SCHEMAS[name],
+                                 extra=S.EXTRA_COLUMNS.get(name),
+                                 stats_columns=S.STATS_COLUMNS[name], storage_options=storage_options)
+                for name in S.TABLES
+            }
+        except DamagedLogError as exc:
+            raise StoreDamagedError(f"store {self.uri}: {exc}; restore it from a copy of the "
+                                    "store: rocketfilter will not write on top of it") from None
         self._filter_manager = None
+        self._check_not_behind()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.uri!r})"
@@ -91,10 +111,61 @@ class StoreTables:
 
     # --- integrity ---------------------------------------------------------------------------
 
+    def _check_commitlog_log(self) -> None:
+        """StoreDamagedError when the CommitLog's log vanished but the store is there (data
+        files, or a ConsumeQueue): opening would create an empty CommitLog and reuse offsets."""
+        log = f"{self.uri}/{S.COMMITLOG}/_delta_log"
+        fs, path = filesystem_path(log)
+        if fs.get_file_info(path).type == pafs.FileType.Directory:
+            return
+        evidence = None
+        from deltalake import DeltaTable
+
+        if DeltaTable.is_deltatable(f"{self.uri}/{S.CONSUMEQUEUE}", self.storage_options):
+            evidence = f"its {S.CONSUMEQUEUE} table is there"
+        else:
+            table_dir = path.rsplit("/", 1)[0]
+            if fs.get_file_info(table_dir).type == pafs.FileType.Directory and any(
+                    i.base_name.endswith(".parquet")
+                    for i in fs.get_file_info(pafs.FileSelector(table_dir))):
+                evidence = f"{S.COMMITLOG} data files are there"
+        if evidence:
+            raise StoreDamagedError(f"store {self.uri}: {S.COMMITLOG}/_delta_log is gone while "
+                                    f"{evidence}; restore it from a copy of the store: rocketfilter "
+                                    "will not start a new CommitLog over old offsets")
+
+    def _check_not_behind(self) -> None:
+        """StoreDamagedError when the CommitLog's log went backwards (its newest commits lost):
+        the ConsumeQueue has dispatched past its end, or indexes queue offsets it never wrote."""
+        commitlog, queue = self.commitlog_state(), self.consumequeue_state()
+        behind = None
+        if queue.dispatched > commitlog.next_commitlog_offset:
+            behind = (f"the {S.CONSUMEQUEUE} has dispatched up to commit-log offset "
+                      f"{queue.dispatched}, but the {S.COMMITLOG} ends at "
+                      f"{commitlog.next_commitlog_offset}")
+        else:
+            for topic, queues in sorted(queue.queues.items()):
+                for queue_id, (_, end) in sorted(queues.items()):
+                    if end > commitlog.next_queue_offset(topic, queue_id):
+                        behind = (f"{S.CONSUMEQUEUE} {topic}/{queue_id} ends at queue offset "
+                                  f"{end}, past the {S.COMMITLOG}'s "
+                                  f"{commitlog.next_queue_offset(topic, queue_id)}")
+                        break
+                if behind:
+                    break
+        if behind:
+            version = self.commitlog.version()
+            raise StoreDamagedError(
+                f"store {self.uri}: the {S.COMMITLOG} log went backwards ({behind}; its newest "
+                f"commit is {S.COMMITLOG}/_delta_log/{version:020d}.json): commits after it are "
+                "lost; restore the store from a copy: rocketfilter will not reuse their offsets")
+
     def table(self, name: str) -> Table:
         """The table ``name`` refreshed to its latest version; StoreDamagedError when it is gone."""
         try:
             return self.tables[name].refresh()
+        except DamagedLogError as exc:
+            raise StoreDamagedError(f"store {self.uri}: {exc}") from None
         except TableMissingError as exc:
             raise StoreDamagedError(f"store {self.uri}: the {name} table is gone ({exc}); "
                                     "the store cannot be used") from None
@@ -122,6 +193,13 @@ class StoreTables:
             text = str(exc)
             if any(sign in text for sign in _FILE_GONE):
                 self.check_files(*names)
+            unreadable = _FAILED_READ.search(text)
+            if unreadable:
+                cause = _innermost_cause(text)
+                raise StoreDamagedError(
+                    f"store {self.uri}: data file {unreadable.group(1)} cannot be read"
+                    f"{': ' + cause if cause else ''}; restore it (or the whole store) from a "
+                    "copy") from None
             raise
 
     # --- high-water marks --------------------------------------------------------------------

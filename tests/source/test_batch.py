@@ -108,7 +108,7 @@ def test_a_user_schema_selects_columns_and_include_properties(spark, source_stor
     ({"topic": TOPIC, "subExpresion": "a"}, "unknown option(s) ['subexpresion']"),
     ({"subExpression": "*"}, "option topic is required"),
     ({"topic": "a/b"}, "option topic"),
-    ({"topic": TOPIC, "expressionType": "SQL"}, "expected TAG or SQL92"),
+    ({"topic": TOPIC, "expressionType": "SQL"}, "option expressionType: 'SQL' is not one RocketMQ accepts"),
     ({"topic": TOPIC, "expressionType": "SQL92", "subExpression": "a >"}, "option subExpression (SQL92)"),
     ({"topic": TOPIC, "subExpression": "||"}, "option subExpression (TAG)"),
     ({"topic": TOPIC, "consumerGroup": "a b"}, "option consumerGroup"),

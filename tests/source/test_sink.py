@@ -73,3 +73,20 @@ def test_an_error_of_the_put_process_is_the_writes_error(tmp_path):
     with pytest.raises(RuntimeError) as info:
         put_staged(str(tmp_path / "gone"), [str(tmp_path / "part.parquet")], "T", None)
     assert "the put into" in str(info.value) and "no rocketfilter store at" in str(info.value)
+
+
+def test_a_streaming_write_is_refused_with_a_line_naming_foreach_batch(spark, sink_store, tmp_path):
+    """Issue 19 §6.7: no streaming sink; the query fails before writing anything, with one line
+    naming foreachBatch (not pyspark's "streamWriter is not implemented")."""
+    rocketfilter.register(spark)
+    stream = spark.readStream.format("rate").option("rowsPerSecond", 1).load()
+    query = (stream.selectExpr("CAST(value AS STRING) AS body")
+             .writeStream.format("rocketmq").option("store", sink_store.uri).option("topic", SINK)
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).start())
+    try:
+        with pytest.raises(Exception) as info:
+            query.awaitTermination()
+    finally:
+        query.stop()
+    text = str(info.value)
+    assert "foreachBatch" in text and "streamWriter is not implemented" not in text
