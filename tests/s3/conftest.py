@@ -1,4 +1,4 @@
-"""S3 fixtures: one moto S3 server for the session (``tests/s3/moto.py``), with the standard AWS
+"""S3 fixtures: one moto S3 server for this directory's tests (``tests/s3/moto.py``), with the standard AWS
 environment variables pointing at it, as a user sets them up. The suite's shared SparkSession
 has hadoop-aws on its classpath whenever tests in this directory are collected (tests/conftest.py).
 """
@@ -14,10 +14,11 @@ from tests.s3.moto import aws_env, create_bucket, moto_server
 BUCKET = "rocketfilter-tests"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def s3_endpoint():
     """The endpoint URL of a moto server on 127.0.0.1 holding bucket ``BUCKET``; the AWS
-    variables are set in this process's environment while it runs."""
+    variables are set in this process's environment while the tests of this directory run
+    (package scope: the rest of the suite never sees them)."""
     pytest.importorskip("moto.server", reason="the S3 tests need pip install -e '.[test]' (moto[server])")
     with moto_server() as endpoint:
         env = aws_env(endpoint)
