@@ -117,6 +117,7 @@ class RocketMQWriter(DataSourceArrowWriter):
         return StagedRows(partition, path, rows)
 
     def commit(self, messages: List[Optional[StagedRows]]) -> None:
+        object_store.register(self.store, self.storage_options)  # this process reads the staged files
         staged = sorted((m for m in messages if m is not None and m.path is not None),
                         key=lambda m: m.partition)
         try:
@@ -154,6 +155,7 @@ class RocketMQWriter(DataSourceArrowWriter):
             _check_topics(tables, wanted)
 
     def abort(self, messages: List[Optional[StagedRows]]) -> None:
+        object_store.register(self.store, self.storage_options)
         self._clean()
 
     def _clean(self) -> None:
