@@ -251,8 +251,11 @@ def _check_hadoop_aws(spark, uri: str) -> None:
 def hadoop_version() -> str:
     """The Hadoop version pyspark bundles (its ``jars/hadoop-client-api-<version>.jar``)."""
     import pyspark
+    from pyspark.find_spark_home import _find_spark_home
 
-    jars = glob.glob(os.path.join(os.path.dirname(pyspark.__file__), "jars", "hadoop-client-api-*.jar"))
+    # pyspark's own directory, or Spark's home when pyspark is imported from a zip (a worker).
+    homes = [os.path.dirname(pyspark.__file__), os.environ.get("SPARK_HOME") or _find_spark_home()]
+    jars = [j for home in homes if home for j in glob.glob(os.path.join(home, "jars", "hadoop-client-api-*.jar"))]
     if not jars:
         raise HadoopAwsMissingError("cannot tell pyspark's Hadoop version: no "
                                     "hadoop-client-api-*.jar in pyspark's jars directory")
