@@ -9,6 +9,9 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Tuple
 
 SPARK_PREFIX = "spark.rocketfilter."
+# spark.rocketfilter.storage.<key>: a storage option of the store (delta-rs's spelling), not a
+# broker or store setting.
+STORAGE_PREFIX = "storage."
 
 
 class ConfigError(ValueError):
@@ -85,7 +88,20 @@ def _unescape(s: str) -> str:
 
 def spark_conf_items(conf: Any) -> Dict[str, str]:
     """``spark.rocketfilter.*`` settings of a dict, SparkConf, RuntimeConfig or SparkSession,
-    keyed by their RocketMQ name."""
+    keyed by their RocketMQ name (``spark.rocketfilter.storage.*`` are :func:`storage_conf_items`)."""
+    return {k: v for k, v in _prefixed(conf).items() if not k.startswith(STORAGE_PREFIX)}
+
+
+def storage_conf_items(conf: Any) -> Dict[str, str]:
+    """The storage options among the ``spark.rocketfilter.storage.<key>`` settings of ``conf``.
+
+    >>> storage_conf_items({"spark.rocketfilter.storage.AWS_REGION": "eu-west-1"})
+    {'AWS_REGION': 'eu-west-1'}
+    """
+    return {k[len(STORAGE_PREFIX):]: v for k, v in _prefixed(conf).items() if k.startswith(STORAGE_PREFIX)}
+
+
+def _prefixed(conf: Any) -> Dict[str, str]:
     if conf is None:
         return {}
     if not isinstance(conf, Mapping) and not hasattr(conf, "getAll") and hasattr(conf, "conf"):

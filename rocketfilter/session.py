@@ -20,6 +20,7 @@ from typing import Any, Dict, Optional
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
+from rocketfilter.delta.object_store import HadoopAwsMissingError, hadoop_aws_package, needs_hadoop_aws
 from rocketfilter.hooks import run_session_hooks
 from rocketfilter.spark_logs import LOG4J2_PROPERTIES, log4j2_java_option, names_log_config, quiet_spark_logs
 from rocketfilter.spark_mode import is_connect
@@ -127,7 +128,7 @@ def _connect_url(builder: Any) -> Optional[str]:
 
 
 def configure_spark(builder: SparkSession.Builder, *, testing: bool = False,
-                    verbose: bool = False) -> SparkSession.Builder:
+                    verbose: bool = False, store: Optional[str] = None) -> SparkSession.Builder:
     """Add rocketfilter's defaults to ``builder`` without overriding anything already set.
 
     A key counts as set when it is on the builder, in ``PYSPARK_SUBMIT_ARGS``, in
@@ -142,6 +143,11 @@ def configure_spark(builder: SparkSession.Builder, *, testing: bool = False,
     the session time zone, the listing threshold and, with ``testing``, 2 shuffle partitions;
     ``remote("local[...]")`` starts a local server, which gets the classic defaults but the
     master.
+
+    A session for an S3 store (``store="s3://..."``, or with no ``store`` an environment that
+    sets ``AWS_ENDPOINT_URL`` or ``AWS_ACCESS_KEY_ID``) gets hadoop-aws, the version matching
+    pyspark's Hadoop, added to ``spark.jars.packages`` (fetched once from Maven Central into
+    Ivy's cache), unless a hadoop-aws is already among the packages or jars.
 
     Also points ``PYSPARK_PYTHON``/``PYSPARK_DRIVER_PYTHON`` at this interpreter when unset, since
     workers otherwise start the system Python, which may lack pyarrow.
@@ -184,10 +190,25 @@ def configure_spark(builder: SparkSession.Builder, *, testing: bool = False,
         if SparkContext._active_spark_context is not None:
             # So does the context: only SQL runtime settings would reach the session.
             wanted = {k: v for k, v in wanted.items() if k in _RUNTIME_KEYS}
+        elif (SparkContext._gateway is None and not os.environ.get("PYSPARK_GATEWAY_PORT")
+              and needs_hadoop_aws(store)):
+            # Packages are resolved when the JVM starts (spark-submit's own: its --packages).
+            builder = _with_hadoop_aws(builder, elsewhere)
     for key, value in wanted.items():
         if key not in taken:
             builder = builder.config(key, value)
     return builder
+
+
+def _with_hadoop_aws(builder: SparkSession.Builder, elsewhere: Dict[str, str]) -> SparkSession.Builder:
+    """``builder`` with hadoop-aws added to ``spark.jars.packages`` (kept: what is there)."""
+    options = builder._options
+    packages = str(options.get("spark.jars.packages", elsewhere.get("spark.jars.packages", "")))
+    jars = str(options.get("spark.jars", elsewhere.get("spark.jars", "")))
+    if "hadoop-aws" in packages or "hadoop-aws" in jars:
+        return builder
+    package = hadoop_aws_package()
+    return builder.config("spark.jars.packages", f"{packages},{package}" if packages else package)
 
 
 def _is_session(value: Any) -> bool:
@@ -204,6 +225,7 @@ def get_spark(
     app_name: str = "rocketfilter",
     testing: bool = False,
     verbose: bool = False,
+    store: Optional[str] = None,
 ) -> SparkSession:
     """Return a ready SparkSession, classic or Spark Connect, with the ``rocketmq`` data source
     registered (:mod:`rocketfilter.source`).
@@ -216,6 +238,9 @@ def get_spark(
     Unless ``verbose``, a session this call starts logs quietly: see :func:`quiet_spark_logs`,
     applied before the SparkContext starts when the JVM already runs (spark-submit) and again
     right after. ``verbose=True`` leaves Spark's own logging and progress bars as they are.
+    ``store`` is the store the session is for: an S3 one puts hadoop-aws on the classpath of a
+    session this call starts (see :func:`configure_spark`); when it cannot be fetched, the error
+    says so.
 
     >>> spark = get_spark()                                  # doctest: +SKIP
     >>> get_spark(spark) is spark                            # doctest: +SKIP
@@ -239,7 +264,7 @@ def get_spark(
             "get_spark: expected a SparkSession (classic or Spark Connect), a SparkSession.Builder "
             f"or None, got {type(spark_or_builder).__name__}"
         )
-    builder = configure_spark(spark_or_builder, testing=testing, verbose=verbose)
+    builder = configure_spark(spark_or_builder, testing=testing, verbose=verbose, store=store)
     url = _connect_url(builder)
     jvm_here = url is None or url.startswith("local")  # else the server's JVM is not ours
     if jvm_here:
@@ -250,7 +275,16 @@ def get_spark(
             # set them again on the client session and warns that static ones cannot change.
             keys = "|".join(re.escape(k) for k in _STATIC_KEYS)
             warnings.filterwarnings("ignore", message=f"Failed to set ({keys}) ", category=UserWarning)
-        spark = builder.getOrCreate()
+        try:
+            spark = builder.getOrCreate()
+        except Exception as error:
+            packages = str(builder._options.get("spark.jars.packages", ""))
+            if "hadoop-aws" not in packages:
+                raise
+            raise HadoopAwsMissingError(
+                f"Spark could not start with spark.jars.packages={packages} (hadoop-aws, needed to "
+                "read a store on S3, is fetched from Maven Central into ~/.ivy2.5.2 on the first "
+                f"start; is Maven Central reachable?): {str(error).strip().splitlines()[0]}") from error
     if jvm_here:
         quiet_spark_logs(verbose=verbose)  # starting the context may have put Spark's profile back
     return _with_source(spark)

@@ -151,7 +151,9 @@ def spark():
     execution, 2g driver."""
     from rocketfilter.session import get_spark
 
-    session = get_spark(app_name="rocketfilter-tests", testing=True)
+    # With S3 tests collected, hadoop-aws goes on the one session's classpath from the start.
+    store = "s3://tests" if _S3_TESTS_COLLECTED else None
+    session = get_spark(app_name="rocketfilter-tests", testing=True, store=store)
     yield session
     session.stop()
 
@@ -163,8 +165,14 @@ def spark():
 # pyspark.sql.functions builds Connect Columns only while SPARK_CONNECT_MODE_ENABLED is set
 # (pyspark.sql.utils.is_remote), process-wide: connect_spark sets it for one test at a time.
 
+_S3_TESTS_COLLECTED = False
+
+
 def pytest_collection_modifyitems(items) -> None:
-    """Every test on a Connect session carries the ``connect`` marker (``-m "not connect"``)."""
+    """Every test on a Connect session carries the ``connect`` marker (``-m "not connect"``).
+    Notes whether tests of tests/s3 run (the shared session then needs hadoop-aws)."""
+    global _S3_TESTS_COLLECTED
+    _S3_TESTS_COLLECTED = any(Path(str(item.fspath)).parent.name == "s3" for item in items)
     for item in items:
         if "connect_spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.connect)

@@ -25,7 +25,9 @@ def _filesystem(path: str):
     from pyarrow import fs as pafs
 
     if "://" in path:
-        filesystem, root = pafs.FileSystem.from_uri(path)
+        from rocketfilter.delta.object_store import arrow_filesystem  # S3: from the AWS environment
+
+        filesystem, root = arrow_filesystem(path)
         return filesystem, root.rstrip("/")
     return pafs.LocalFileSystem(), os.path.abspath(path)
 

@@ -17,7 +17,10 @@ def filesystem_path(uri: str) -> Tuple[pafs.FileSystem, str]:
         return pafs.LocalFileSystem(), uri[len("file://"):]
     if "://" not in uri:
         return pafs.LocalFileSystem(), uri
-    fs, path = pafs.FileSystem.from_uri(uri)
+    from rocketfilter.delta.object_store import arrow_filesystem
+
+    # With the options registered for its store (or the environment's).
+    fs, path = arrow_filesystem(uri)
     return _patient(fs), path
 
 

@@ -141,8 +141,11 @@ class FileStats:
 
 # Here as it spells FileStats.path; delta.py uses it for the table root as well.
 def _file_uri(uri: str) -> str:
-    """``uri`` as Spark and pyarrow both read it: local paths get ``file://``."""
-    return uri if "://" in uri else "file://" + uri
+    """``uri`` as Spark and pyarrow both read it: local paths get ``file://``, ``s3://`` becomes
+    ``s3a://`` (:func:`rocketfilter.delta.object_store.spark_uri`)."""
+    from rocketfilter.delta.object_store import spark_uri
+
+    return spark_uri(uri)
 
 
 def _check_where(schema: StructType, where: Sequence[tuple]) -> None:

@@ -27,6 +27,7 @@ from pyarrow import fs as pafs
 from pyspark.sql import DataFrame, functions as F
 from pyspark.sql.types import StructField, StructType
 
+from rocketfilter.delta import object_store
 from rocketfilter.delta import write as delta_write
 # The errors are re-exported: code imports them from this module.
 from rocketfilter.delta.errors import (COMMIT_ID_KEY, OPERATION_KEY, ConcurrentCommitError,  # noqa: F401
@@ -89,7 +90,7 @@ def _normalize_uri(uri: str) -> str:
     if uri.startswith("file://"):
         uri = uri[len("file://"):]
     if "://" in uri:
-        return uri.rstrip("/")
+        return object_store.delta_uri(uri).rstrip("/")
     if "%" in uri:  # delta-rs percent-decodes local paths on load but not on create
         raise ValueError(f"{uri}: a local Delta table path cannot contain '%'")
     return os.path.abspath(os.path.expanduser(uri))
@@ -140,6 +141,10 @@ class Table(delta_write.TableWriter, TableFiles):
         0
         """
         uri = _normalize_uri(uri)
+        # Object stores: the environment's options overridden by the explicit ones, known to
+        # every client in this process (and carried to the tasks that write).
+        storage_options = object_store.storage_options(uri, storage_options)
+        object_store.register(uri, storage_options)
         missing = [c for c in stats_columns if c not in schema.fieldNames()]
         if missing:
             raise ValueError(f"{uri}: stats columns {missing} are not in the schema")
@@ -232,6 +237,7 @@ class Table(delta_write.TableWriter, TableFiles):
         42
         """
         _check_where(self.schema, where)
+        object_store.prepare_spark(spark, self.uri, self.storage_options)
         if files is None and (native if native is not None else delta_spark_available(spark)):
             df = (spark.read.format("delta").option("versionAsOf", self.version())
                   .load(_file_uri(self.uri)))

@@ -158,8 +158,11 @@ class ParquetFileSequence:
         if self._writer is None:
             return
         self._writer.close()
-        size = self._sink.tell()
-        self._sink.close()
+        if self._sink.closed:  # an object store's stream: closed with the writer
+            size = self.fs.get_file_info(f"{self.root}/{self._name}").size
+        else:
+            size = self._sink.tell()
+            self._sink.close()
         self.results.append({
             "path": self._name, "size": size, "num_records": self._file_rows,
             "modification_time": int(time.time() * 1000),
@@ -205,14 +208,15 @@ def write_batches(batches: Iterable[pa.RecordBatch], root_uri: str, schema: pa.S
 
 def write_dataframe(df, root_uri: str, schema: pa.Schema, stats_columns: Sequence[str], *,
                     max_rows_per_file: int, row_group_rows: int,
-                    split_on: Sequence[str] = ()) -> List[dict]:
+                    split_on: Sequence[str] = (), storage_options: Optional[dict] = None) -> List[dict]:
     """Have Spark's executors write ``df`` (already in table schema) under ``root_uri``.
 
     Only the :data:`RESULT_SCHEMA` rows come back to the driver, never the data.
     """
     body = functools.partial(write_partition, root_uri=root_uri, schema=schema,
                              stats_columns=list(stats_columns), max_rows_per_file=max_rows_per_file,
-                             row_group_rows=row_group_rows, split_on=list(split_on))
+                             row_group_rows=row_group_rows, split_on=list(split_on),
+                             storage_options=storage_options)
     return [row.asDict() for row in df.mapInArrow(body, RESULT_DDL).collect()]
 
 
@@ -253,10 +257,16 @@ def write_problem(writer_features: Iterable[str], configuration: Dict[str, str],
 
 def write_partition(batches: Iterator[pa.RecordBatch], *, root_uri: str, schema: pa.Schema,
                     stats_columns: Sequence[str], max_rows_per_file: int,
-                    row_group_rows: int, split_on: Sequence[str] = ()) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body: write this partition's rows, yield only the file descriptions."""
+                    row_group_rows: int, split_on: Sequence[str] = (),
+                    storage_options: Optional[dict] = None) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body: write this partition's rows, yield only the file descriptions.
+    ``storage_options`` (an object store's, resolved on the driver) travel with the task, so an
+    executor needs no environment of its own."""
     from pyspark import TaskContext
 
+    from rocketfilter.delta.object_store import register
+
+    register(root_uri, storage_options)
     context = TaskContext.get()
     task = context.partitionId() if context is not None else 0
     rows = write_batches(batches, root_uri, schema, stats_columns, task=task, split_on=split_on,
@@ -272,6 +282,7 @@ class TableWriter:
     """
 
     uri: str
+    storage_options: Optional[dict]
     schema: Any            # pyspark StructType
     arrow_schema: pa.Schema
     stats_columns: Sequence[str]
@@ -285,6 +296,7 @@ class TableWriter:
     def _write_df(self, df, max_rows_per_file: int, row_group_rows: int,
                   data_change: bool, split_on: Sequence[str] = ()) -> list:
         rows = write_dataframe(df, self.uri, self.arrow_schema, self.stats_columns, split_on=split_on,
+                               storage_options=self.storage_options,
                                max_rows_per_file=max_rows_per_file, row_group_rows=row_group_rows)
         return self._adds(rows, data_change)
 

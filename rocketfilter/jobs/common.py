@@ -142,10 +142,11 @@ def peek_store(args: argparse.Namespace, uri: Optional[str] = None):
 
     uri = uri or args.store
     broker_config, store_config = check_settings(args)
-    if not store_exists(uri):
+    options = storage_options(args)
+    if not store_exists(uri, options):
         raise StoreNotFoundError(f"no rocketfilter store at {uri} (no commitlog Delta table there); check the "
                                  "path (rocketfilter import makes a store of a broker's store directory)")
-    return StoreTables(uri, None, store_config, broker_config, create=False)
+    return StoreTables(uri, None, store_config, broker_config, storage_options=options, create=False)
 
 
 def require_topic(tables, topic: str) -> None:
@@ -177,7 +178,18 @@ def open_store(args: argparse.Namespace, spark, *, create: bool = False):
     merged = {SPARK_PREFIX + k: v for k, v in spark_conf_items(spark).items()}
     merged.update(spark_conf(args))
     broker_config, store_config = load_broker_conf(spark_conf=merged)
-    return MessageStore.open(args.store, spark, store_config, broker_config=broker_config, create=create)
+    return MessageStore.open(args.store, spark, store_config, broker_config=broker_config, create=create,
+                             storage_options=storage_options(args, spark))
+
+
+def storage_options(args: argparse.Namespace, spark=None) -> Optional[dict]:
+    """The store's explicit storage options: the session's ``spark.rocketfilter.storage.<key>``
+    settings, then ``--conf`` ones (they override the AWS environment variables)."""
+    from rocketfilter.conf_sources import storage_conf_items
+
+    options = storage_conf_items(spark)
+    options.update(storage_conf_items(spark_conf(args)))
+    return options or None
 
 
 # --- the selector ------------------------------------------------------------------------------
@@ -237,7 +249,7 @@ def start_spark(args: argparse.Namespace, app_name: str, spark=None):
     builder = builder.appName(app_name)
     for key, value in spark_conf(args).items():
         builder = builder.config(key, value)
-    return get_spark(builder, verbose=getattr(args, "verbose", False))
+    return get_spark(builder, verbose=getattr(args, "verbose", False), store=getattr(args, "store", None))
 
 
 def command_progress(args: argparse.Namespace, label: str):

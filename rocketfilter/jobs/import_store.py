@@ -64,7 +64,7 @@ def check(args: argparse.Namespace) -> None:
     broker_config, _ = common.check_settings(args)
     require_store_dir(args.source)
     read_broker_config(args.source, skip_damaged=args.skip_damaged, broker_config=broker_config)
-    if store_exists(args.store):
+    if store_exists(args.store, common.storage_options(args)):
         tables = common.peek_store(args)
         if tables.commitlog_state().next_commitlog_offset or tables.table(S.COMMITLOG).files():
             raise StoreNotEmptyError(f"store {tables.uri} already holds messages; import into a new store")

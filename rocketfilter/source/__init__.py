@@ -56,6 +56,13 @@ def _options(store: str, topic: str, sub_expression: str, expression_type: str, 
     out = {"store": str(store), "topic": topic, "subExpression": sub_expression,
            "expressionType": expression_type}
     out.update({k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in options.items()})
+    # An S3 store's options as this process resolves them (its AWS environment): the source's
+    # planning runs in Python processes of the JVM's, whose environment may differ.
+    from rocketfilter.delta.object_store import storage_options
+
+    given = {k[len("storage."):]: v for k, v in out.items() if k.startswith("storage.")}
+    for key, value in (storage_options(str(store), given) or {}).items():
+        out.setdefault(f"storage.{key}", value)
     # Checked here first: a bad option is then one line, not Spark's wrapped worker traceback.
     from rocketfilter.source.options import SourceOptions
 

@@ -22,6 +22,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
                                               SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
 
+from rocketfilter.delta import object_store
 from rocketfilter.source import offsets as O
 from rocketfilter.source.filters import SubscriptionFilter
 from rocketfilter.source.options import SourceOptionError, SourceOptions
@@ -55,7 +56,8 @@ def scan_spec(options: SourceOptions, schema: StructType) -> ScanSpec:
                     filter=SubscriptionFilter.build(options.topic, options.sub_expression,
                                                     options.expression_type),
                     columns=columns, schema=arrow_schema(schema),
-                    fail_on_data_loss=options.fail_on_data_loss)
+                    fail_on_data_loss=options.fail_on_data_loss,
+                    storage_options=object_store.storage_options(options.store, options.storage_options))
 
 
 def _read(partition: InputPartition, spec: ScanSpec) -> Iterator:

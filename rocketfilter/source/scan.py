@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from rocketfilter.delta.object_store import register
 from rocketfilter.source.filters import SubscriptionFilter
 from rocketfilter.source.offsets import DataLossError
 from rocketfilter.source.plan import ScanPartition
@@ -46,6 +47,7 @@ class ScanSpec:
     columns: Tuple[str, ...]          # output columns, in order
     schema: pa.Schema                 # the Arrow schema Spark expects
     fail_on_data_loss: bool = True
+    storage_options: Optional[dict] = None   # an object store's, resolved on the driver
 
 
 def _open(path: str) -> pq.ParquetFile:
@@ -137,6 +139,7 @@ def _output(rows: pa.Table, spec: ScanSpec) -> pa.RecordBatch:
 
 def read_partition(part: ScanPartition, spec: ScanSpec) -> Iterator[pa.RecordBatch]:
     """The delivered messages of one task, as Arrow batches in the schema Spark expects."""
+    register(spec.store_uri, spec.storage_options)
     entries = consumequeue_entries(part, spec.topic)
     if part.expired:
         if entries.num_rows:

@@ -40,6 +40,7 @@ import pyarrow.parquet as pq
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StringType, StructField, StructType
 
+from rocketfilter.delta import object_store
 from rocketfilter.delta.write import filesystem_path
 # MessageStore.open removes the staging a killed write left (rocketfilter.store.staging).
 from rocketfilter.store.staging import STAGING
@@ -92,9 +93,10 @@ class RocketMQWriter(DataSourceArrowWriter):
         store = opts.get("store") or opts.get("path")
         if not store:
             raise ValueError("option store is required: the store's directory or URI")
-        self.storage_options = {k[len(_STORAGE_PREFIX):]: v for k, v in opts.items()
-                                if k.startswith(_STORAGE_PREFIX)} or None
         self.store = normalize_store_uri(store)
+        # Resolved here (the environment's, overridden), so the tasks need no environment.
+        self.storage_options = object_store.storage_options(
+            self.store, {k[len(_STORAGE_PREFIX):]: v for k, v in opts.items() if k.startswith(_STORAGE_PREFIX)})
         if not store_exists(self.store, self.storage_options):
             raise ValueError(f"no rocketfilter store at {store}; create it first "
                              "(MessageStore.open(path))")
@@ -107,6 +109,7 @@ class RocketMQWriter(DataSourceArrowWriter):
         self.staging = f"{self.store}/{STAGING}/{uuid.uuid4()}"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedRows:
+        object_store.register(self.store, self.storage_options)
         partition = _partition_id()
         fs, root = filesystem_path(self.staging)
         writer, path, rows = None, None, 0
@@ -126,6 +129,7 @@ class RocketMQWriter(DataSourceArrowWriter):
         return StagedRows(partition, path, rows)
 
     def commit(self, messages: List[Optional[StagedRows]]) -> None:
+        object_store.register(self.store, self.storage_options)  # this process reads the staged files
         staged = sorted((m for m in messages if m is not None and m.path is not None),
                         key=lambda m: m.partition)
         try:
@@ -163,6 +167,7 @@ class RocketMQWriter(DataSourceArrowWriter):
             _check_topics(tables, wanted)
 
     def abort(self, messages: List[Optional[StagedRows]]) -> None:
+        object_store.register(self.store, self.storage_options)
         self._clean()
 
     def _clean(self) -> None:

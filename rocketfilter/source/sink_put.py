@@ -14,12 +14,13 @@ def put_files(spark, request: dict) -> int:
     """``put_messages`` of the request's staged files, in order, into its store; the count."""
     from pyspark.sql import functions as F
 
+    from rocketfilter.delta.object_store import spark_uri
     from rocketfilter.store import MessageStore
 
     store = MessageStore.open(request["store"], spark, storage_options=request.get("storage_options"),
                               create=False)
     # One file is one partition: the union keeps the tasks' order, and each task's row order.
-    df = reduce(lambda a, b: a.unionByName(b), [spark.read.parquet(f) for f in request["files"]])
+    df = reduce(lambda a, b: a.unionByName(b), [spark.read.parquet(spark_uri(f)) for f in request["files"]])
     if request.get("topic"):
         df = df.withColumn("topic", F.lit(request["topic"]))
     return store.put_messages(df).count()
@@ -38,7 +39,7 @@ def main() -> int:
         from rocketfilter.session import get_spark
 
         spark = get_spark(SparkSession.builder.master("local[2]").appName("rocketfilter-sink")
-                          .config("spark.ui.enabled", "false"))
+                          .config("spark.ui.enabled", "false"), store=request["store"])
         n = put_files(spark, request)
     except Exception as error:  # noqa: BLE001 - reported to the writer, which raises it
         print(json.dumps({"error": type(error).__name__, "message": str(error)}))

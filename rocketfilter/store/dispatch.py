@@ -107,7 +107,8 @@ def write_consumequeue(tables: StoreTables, rows: DataFrame, n_rows: Optional[in
     ordered = ordered.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in table.schema.fields])
     return write_dataframe(ordered, table.uri, table.arrow_schema, table.stats_columns,
                            max_rows_per_file=per_file, split_on=("topic", "queue_id"),
-                           row_group_rows=tables.config.consume_queue_row_group_rows)
+                           row_group_rows=tables.config.consume_queue_row_group_rows,
+                           storage_options=table.storage_options)
 
 
 def _ranges(written: list) -> List[dict]:

@@ -81,7 +81,7 @@ def _rewrite(tables: StoreTables, table, files: list, schema: StructType, versio
         .sortWithinPartitions("commitlog_offset")
     rows = delta_write.write_dataframe(
         df, table.uri, S.arrow_schema(schema), table.stats_columns, max_rows_per_file=1_000_000,
-        row_group_rows=tables.config.commit_log_row_group_rows)
+        row_group_rows=tables.config.commit_log_row_group_rows, storage_options=table.storage_options)
     adds = table._adds(rows, False)
     state = tables.commitlog_state()
     try:

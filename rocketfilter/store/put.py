@@ -281,6 +281,7 @@ def _assign_and_write(plan: dict, table, prefix: str, row_group_rows: int):
     table's parquet files in the same Python worker (one trip of the rows through Python)."""
     assign = _assigner(plan)
     schema, uri, stats = table.arrow_schema, table.uri, list(table.stats_columns)
+    options = table.storage_options
 
     def run(batches):
         from rocketfilter.delta.write import write_partition
@@ -290,7 +291,8 @@ def _assign_and_write(plan: dict, table, prefix: str, row_group_rows: int):
                 offsets = batch.column("commitlog_offset").to_numpy()
                 yield batch.append_column("msg_id", _msg_ids(prefix, offsets))
         yield from write_partition(finished(), root_uri=uri, schema=schema, stats_columns=stats,
-                                   max_rows_per_file=1_000_000, row_group_rows=row_group_rows)
+                                   max_rows_per_file=1_000_000, row_group_rows=row_group_rows,
+                                   storage_options=options)
     return run
 
 

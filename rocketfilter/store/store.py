@@ -55,7 +55,7 @@ class MessageStore(StoreTables):
         """
         from rocketfilter.session import get_spark
 
-        store = cls(str(uri), get_spark(spark), config or MessageStoreConfig(),
+        store = cls(str(uri), get_spark(spark, store=str(uri)), config or MessageStoreConfig(),
                     broker_config=broker_config, storage_options=storage_options, create=create)
         store.check_files()
         if repair:

@@ -21,7 +21,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
+from rocketfilter.delta import object_store
 from rocketfilter.config import BrokerConfig, MessageStoreConfig
+from rocketfilter.delta.object_store import delta_uri
 from rocketfilter.store import schema as S
 from rocketfilter.delta.table import DamagedLogError, Table, TableMissingError
 from rocketfilter.delta.write import filesystem_path
@@ -52,7 +54,7 @@ def normalize_store_uri(uri) -> str:
     """Local paths absolute (``~`` expanded), URIs as given; no trailing slash."""
     uri = os.fspath(uri)
     if "://" in uri:
-        return uri.rstrip("/")
+        return delta_uri(uri).rstrip("/")  # s3a:// is s3:// to delta-rs and pyarrow
     return os.path.abspath(os.path.expanduser(uri)).rstrip("/") or "/"
 
 
@@ -60,7 +62,8 @@ def store_exists(uri, storage_options: Optional[dict] = None) -> bool:
     """Whether ``uri`` holds a rocketfilter store (its CommitLog table), without creating one."""
     from deltalake import DeltaTable
 
-    return DeltaTable.is_deltatable(f"{normalize_store_uri(uri)}/{S.COMMITLOG}", storage_options)
+    uri = normalize_store_uri(uri)
+    return DeltaTable.is_deltatable(f"{uri}/{S.COMMITLOG}", object_store.storage_options(uri, storage_options))
 
 
 class StoreTables:
@@ -80,7 +83,10 @@ class StoreTables:
         # DefaultMessageStore takes the BrokerConfig too: cluster name, store host, auto-create
         # and the bitmap switch live there.
         self.broker_config = broker_config or BrokerConfig()
-        self.storage_options = storage_options
+        self.storage_options = object_store.storage_options(self.uri, storage_options)
+        object_store.register(self.uri, self.storage_options)
+        object_store.prepare_spark(spark, self.uri, self.storage_options)
+        storage_options = self.storage_options
         self._check_commitlog_log()
         if not create and not store_exists(self.uri, storage_options):
             raise StoreNotFoundError(f"no rocketfilter store at {uri} (no {S.COMMITLOG} Delta table "
