@@ -46,11 +46,14 @@ public final class Harness {
             System.exit(2);
         }
         int failed = 0;
+        List<Thread> shutdowns = new ArrayList<>();
         for (String[] p : pairs) {
             Path outdir = Paths.get(p[1]);
             long t0 = System.nanoTime();
+            ScenarioRun run = null;
             try {
-                new ScenarioRun(Paths.get(p[0]), outdir).run();
+                run = new ScenarioRun(Paths.get(p[0]), outdir);
+                run.run();
                 System.err.printf("harness: %s done in %.1f s%n", p[0], (System.nanoTime() - t0) / 1e9);
             } catch (Throwable t) {
                 failed++;
@@ -61,6 +64,18 @@ public final class Harness {
                 }
                 Files.writeString(outdir.resolve("error.txt"), sb.toString());
                 System.err.println("harness: " + p[0] + " FAILED: " + t);
+            }
+            if (run != null) {
+                Thread t = new Thread(run::shutdownServers, "shutdown-" + outdir.getFileName());
+                t.start();
+                shutdowns.add(t);
+            }
+        }
+        for (Thread t : shutdowns) {
+            try {
+                t.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
             }
         }
         // Netty and the store keep non-daemon threads alive after shutdown in some versions.

@@ -71,6 +71,7 @@ final class ScenarioRun {
     private BrokerController broker;
     private String nsAddr;
     private String brokerName;
+    private Path work;
     private final List<DefaultMQPushConsumer> pushConsumers = new ArrayList<>();
     private final Map<String, DefaultMQPullConsumer> pullConsumers = new LinkedHashMap<>();
     private DefaultMQProducer producer;
@@ -90,28 +91,50 @@ final class ScenarioRun {
             UtilAll.deleteFile(store.toFile());
         }
         Files.createDirectories(outdir);
-        Path work = Files.createTempDirectory("rf-harness-");
+        work = Files.createTempDirectory("rf-harness-");
         try {
             startNamesrv(work);
             startBroker(store);
+            phase("servers");
             createTopics();
             startProducer();
+            phase("topics and producer");
             startGroups();
+            phase("consumers settled");
             sendMessages();
+            phase("sent");
             consumeToEnd();
+            phase("consumed");
             List<JsonObject> pulls = pulls();
             List<JsonObject> times = timeQueries();
+            writeLines("wants.jsonl", wants());
+            phase("pulls");
             writeLines("deliveries.jsonl", sortedDeliveries());
             writeLines("pulls.jsonl", pulls);
             writeLines("time_queries.jsonl", times);
             writeLines("sent.jsonl", sent);
         } finally {
-            shutdown();
-            UtilAll.deleteFile(work.toFile());
+            shutdownClients();
+            phase("clients shut down");
             File local = new File(System.getProperty("rocketmq.client.localOffsetStoreDir",
                 System.getProperty("user.home") + File.separator + ".rocketmq_offsets"));
             UtilAll.deleteFile(local);   // BROADCASTING offsets of this scenario's clients must not leak into the next
         }
+    }
+
+    /**
+     * Shuts the broker (which persists config/*.json and flushes the store) and the name server
+     * down, then deletes the scratch directory. Mostly waiting (the store alone sleeps 3 s), so
+     * the batch runs it while the next scenario starts: the scenario is complete when it returns.
+     */
+    void shutdownServers() {
+        if (broker != null) {
+            quietly(broker::shutdown);
+        }
+        if (namesrv != null) {
+            quietly(namesrv::shutdown);
+        }
+        UtilAll.deleteFile(work.toFile());
     }
 
     // ---- servers ----
@@ -333,6 +356,8 @@ final class ScenarioRun {
                 } else {
                     want = new HashSet<>(strategy.allocate(group, me, mqAll, cids));
                 }
+                // CONFIG hands out its fixed list whatever the topic: only this topic's part counts here.
+                want.removeIf(q -> !q.getTopic().equals(topic));
                 Set<MessageQueue> have = held.stream().filter(q -> q.getTopic().equals(topic)).collect(Collectors.toSet());
                 if (!have.equals(want)) {
                     return false;
@@ -519,6 +544,49 @@ final class ScenarioRun {
         return out;
     }
 
+    /**
+     * What each consumer's own subscription wants, as the broker and client answer it: every queue
+     * of each subscribed topic pulled from its min offset to its max with that subscription (the
+     * broker's filter, then the client's exact tag re-check), by a group of its own.
+     */
+    private List<JsonObject> wants() throws Exception {
+        List<JsonObject> out = new ArrayList<>();
+        DefaultMQPullConsumer c = pullConsumer("GID_rocketfilter_harness_wants");
+        for (JsonElement ge : groups()) {
+            JsonObject g = ge.getAsJsonObject();
+            for (JsonElement ce : g.getAsJsonArray("consumers")) {
+                JsonObject consumer = ce.getAsJsonObject();
+                for (Map.Entry<String, JsonElement> s : consumer.getAsJsonObject("subscriptions").entrySet()) {
+                    JsonObject sub = s.getValue().getAsJsonObject();
+                    String expr = sub.get("expression").getAsString();
+                    MessageSelector selector = str(sub, "type", "TAG").equals("TAG")
+                        ? MessageSelector.byTag(expr) : MessageSelector.bySql(expr);
+                    for (MessageQueue mq : queuesOf(s.getKey())) {
+                        long offset = broker.getMessageStore().getMinOffsetInQueue(mq.getTopic(), mq.getQueueId());
+                        long max = maxOffset(mq);
+                        while (offset < max) {
+                            PullResult r = c.pull(mq, selector, offset, 32, RPC_TIMEOUT_MS);
+                            if (r.getMsgFoundList() != null) {
+                                for (MessageExt m : r.getMsgFoundList()) {
+                                    JsonObject w = new JsonObject();
+                                    w.addProperty("group", g.get("name").getAsString());
+                                    w.addProperty("client_id", consumer.get("client_id").getAsString());
+                                    w.addProperty("topic", m.getTopic());
+                                    w.addProperty("queue_id", m.getQueueId());
+                                    w.addProperty("queue_offset", m.getQueueOffset());
+                                    out.add(w);
+                                }
+                            }
+                            check(r.getNextBeginOffset() > offset, "wants pull of " + mq + " at " + offset + ": " + r);
+                            offset = r.getNextBeginOffset();
+                        }
+                    }
+                }
+            }
+        }
+        return out;
+    }
+
     private List<JsonObject> timeQueries() throws Exception {
         List<JsonObject> out = new ArrayList<>();
         if (!scenario.has("time_queries")) {
@@ -540,21 +608,27 @@ final class ScenarioRun {
 
     // ---- shutdown and output ----
 
-    private void shutdown() {
-        for (DefaultMQPushConsumer c : pushConsumers) {
-            quietly(c::shutdown);
-        }
-        for (DefaultMQPullConsumer c : pullConsumers.values()) {
-            quietly(c::shutdown);
-        }
+    /** Clients first: their shutdown persists offsets and unregisters, as an application's would. */
+    private void shutdownClients() {
+        // In parallel: each client's shutdown is mostly waiting for its own threads.
+        List<Thread> threads = new ArrayList<>();
+        List<Step> steps = new ArrayList<>();
+        pushConsumers.forEach(c -> steps.add(c::shutdown));
+        pullConsumers.values().forEach(c -> steps.add(c::shutdown));
         if (producer != null) {
-            quietly(producer::shutdown);
+            steps.add(producer::shutdown);
         }
-        if (broker != null) {
-            quietly(broker::shutdown);   // persists config/*.json and flushes the store
+        for (Step step : steps) {
+            Thread t = new Thread(() -> quietly(step));
+            t.start();
+            threads.add(t);
         }
-        if (namesrv != null) {
-            quietly(namesrv::shutdown);
+        for (Thread t : threads) {
+            try {
+                t.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 
@@ -577,6 +651,16 @@ final class ScenarioRun {
     }
 
     // ---- helpers ----
+
+    private long phaseStart = System.nanoTime();
+
+    private void phase(String name) {
+        long now = System.nanoTime();
+        if (System.getProperty("rocketfilter.harness.timings") != null) {
+            System.err.printf("harness: %s: %s %.2f s%n", scenarioFile.getFileName(), name, (now - phaseStart) / 1e9);
+        }
+        phaseStart = now;
+    }
 
     private interface Step {
         void run() throws Exception;
