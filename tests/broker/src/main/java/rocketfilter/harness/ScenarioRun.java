@@ -104,6 +104,8 @@ final class ScenarioRun {
             sendMessages();
             phase("sent");
             consumeToEnd();
+            await("the group tables hold every consumer's last subVersion", this::tablesCaughtUp);
+            writeLines("groups.jsonl", groupTables());
             phase("consumed");
             List<JsonObject> pulls = pulls();
             List<JsonObject> times = timeQueries();
@@ -311,6 +313,65 @@ final class ScenarioRun {
         await("rebalance settles", this::settled);
     }
 
+    /**
+     * Each group's subscription table as the broker holds it once rebalance settled, and each
+     * consumer's subVersions. The push client re-stamps a topic's subVersion with the current time
+     * whenever its queues of that topic change (RebalancePushImpl.messageQueueChanged) and sends a
+     * heartbeat, so the table belongs to whoever rebalanced last, not to whoever subscribed last.
+     */
+    private List<JsonObject> groupTables() {
+        List<JsonObject> out = new ArrayList<>();
+        for (JsonElement ge : groups()) {
+            String group = ge.getAsJsonObject().get("name").getAsString();
+            JsonObject row = new JsonObject();
+            row.addProperty("group", group);
+            JsonObject table = new JsonObject();
+            broker.getConsumerManager().getConsumerGroupInfo(group).getSubscriptionTable().forEach((topic, sd) -> {
+                if (!topic.startsWith(MixAll.RETRY_GROUP_TOPIC_PREFIX)) {
+                    table.add(topic, subscriptionJson(sd));
+                }
+            });
+            row.add("table", table);
+            JsonObject consumers = new JsonObject();
+            for (DefaultMQPushConsumer c : pushConsumers) {
+                if (c.getConsumerGroup().equals(group)) {
+                    JsonObject subs = new JsonObject();
+                    c.getDefaultMQPushConsumerImpl().getSubscriptionInner().forEach((topic, sd) -> {
+                        if (!topic.startsWith(MixAll.RETRY_GROUP_TOPIC_PREFIX)) {
+                            subs.add(topic, subscriptionJson(sd));
+                        }
+                    });
+                    consumers.add(c.buildMQClientId(), subs);
+                }
+            }
+            row.add("consumers", consumers);
+            out.add(row);
+        }
+        return out;
+    }
+
+    private static JsonObject subscriptionJson(SubscriptionData sd) {
+        JsonObject o = new JsonObject();
+        o.addProperty("expression", sd.getSubString());
+        o.addProperty("type", sd.getExpressionType());
+        o.addProperty("sub_version", sd.getSubVersion());
+        return o;
+    }
+
+    /** The broker's table holds, per topic, the highest subVersion any consumer of the group has now. */
+    private boolean tablesCaughtUp() {
+        for (DefaultMQPushConsumer c : pushConsumers) {
+            ConsumerGroupInfo info = broker.getConsumerManager().getConsumerGroupInfo(c.getConsumerGroup());
+            for (Map.Entry<String, SubscriptionData> e : c.getDefaultMQPushConsumerImpl().getSubscriptionInner().entrySet()) {
+                SubscriptionData held = info == null ? null : info.findSubscriptionData(e.getKey());
+                if (held == null || held.getSubVersion() < e.getValue().getSubVersion()) {
+                    return false;
+                }
+            }
+        }
+        return true;
+    }
+
     private JsonObject delivery(String group, String clientId, MessageExt m) {
         JsonObject d = new JsonObject();
         d.addProperty("group", group);
@@ -335,6 +396,9 @@ final class ScenarioRun {
 
     /** Each consumer holds exactly the queues its strategy gives it over the whole group. */
     private boolean settled() {
+        if (!tablesCaughtUp()) {
+            return false;
+        }
         for (DefaultMQPushConsumer consumer : pushConsumers) {
             String group = consumer.getConsumerGroup();
             List<String> cids = groupClientIds(group);
