@@ -222,6 +222,14 @@ def test_broadcast_offsets_of_a_5x_broker_are_read_and_left_out(tmp_path):
                                                              '{"offsetTable":{"T@G@other":{0:1}}}'})))
 
 
+def test_the_own_topics_of_a_machine_room_broker_are_left_out(tmp_path):
+    """A 5.3.3 broker named hz@broker-a writes topics with '@' in topics.json (tests/broker)."""
+    text = ('{"topicConfigTable":{"T":{"readQueueNums":2,"writeQueueNums":2},'
+            '"rmq_sys_SYNC_BROKER_MEMBER_hz@broker-a":{},"hz@broker-a":{}}}')
+    files = read_broker_config(str(broker_store(tmp_path, {**SAMPLES, "topics.json": text})))
+    assert set(files.topics) == {"T"}
+
+
 def test_a_missing_or_empty_file_falls_back_to_its_backup_as_a_broker_does(tmp_path):
     root = broker_store(tmp_path, {**SAMPLES, "topics.json": "", "consumerOffset.json.bak": CONSUMER_OFFSET})
     (root / "config" / "consumerOffset.json").unlink()
