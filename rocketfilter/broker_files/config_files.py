@@ -139,16 +139,37 @@ def _check_topics(name: str, body: Any, out: BrokerConfigFiles) -> str:
                 write_queue_nums=numbers["writeQueueNums"], perm=numbers["perm"],
                 topic_filter_type=entry.get("topicFilterType", "SINGLE_TAG"))
         except ValueError as error:
+            if "@" in topic and _valid_topic(topic.replace("@", "_")):
+                # A broker named room@name (machine rooms) makes its own topics of that name
+                # (RocketMQ 5.3.3: "hz@broker-a", "rmq_sys_SYNC_BROKER_MEMBER_hz@broker-a"). No client
+                # can send to them: left out.
+                continue
             raise ConfigFileError(name, f"{where}: {error}") from None
     return f"{len(out.topics)} topics"
 
 
+def _valid_topic(topic: str) -> bool:
+    try:
+        validate_topic(topic)
+    except ValueError:
+        return False
+    return True
+
+
+BROADCAST_SUFFIX = "@broadcast"
+
+
 def _check_offsets(name: str, body: Any, out: BrokerConfigFiles) -> str:
+    broadcast = 0
     for key, queues in _table(name, body, "offsetTable").items():
         where = f"offsetTable[{key!r}]"
-        if key.count("@") != 1:
+        # A 5.x broker also keeps, for a BROADCASTING group, the least offset its clients reported
+        # (BroadcastOffsetManager) under topic@group@broadcast. It is no committed offset of the
+        # group (those stay on the clients): checked, then left out.
+        is_broadcast = key.endswith(BROADCAST_SUFFIX) and key.count("@") == 2
+        if key.count("@") != 1 and not is_broadcast:
             raise ConfigFileError(name, f"{where}: the key is not topic@group")
-        topic, group = key.split("@")
+        topic, group = key[:-len(BROADCAST_SUFFIX)].split("@") if is_broadcast else key.split("@")
         try:
             validate_topic(topic)
             validate_group(group)
@@ -159,8 +180,13 @@ def _check_offsets(name: str, body: Any, out: BrokerConfigFiles) -> str:
         for queue, offset in queues.items():
             if not (isinstance(queue, str) and queue.isascii() and queue.isdigit()):
                 raise ConfigFileError(name, f"{where}: queue id {queue!r} is not an integer >= 0")
-            out.offsets[(group, topic, int(queue))] = _int(name, f"{where}[{queue}]", offset, 0, 2**63 - 1)
-    return f"{len(out.offsets)} committed offsets of {len({g for g, _, _ in out.offsets})} groups"
+            value = _int(name, f"{where}[{queue}]", offset, 0, 2**63 - 1)
+            if is_broadcast:
+                broadcast += 1
+            else:
+                out.offsets[(group, topic, int(queue))] = value
+    left_out = f" ({broadcast} BROADCASTING offsets left out)" if broadcast else ""
+    return f"{len(out.offsets)} committed offsets of {len({g for g, _, _ in out.offsets})} groups{left_out}"
 
 
 def _check_groups(name: str, body: Any, out: BrokerConfigFiles) -> str:

@@ -280,7 +280,10 @@ class ConsumerGroup:
                 result[cid] = list(queues)
             else:
                 try:
-                    result[cid] = list(self.allocate_strategy.allocate(self.group, cid, queues, cid_all))
+                    # RebalanceImpl keys its pull requests by queue: what a strategy hands out of another
+                    # topic (CONFIG's fixed list) is not pulled for this one (seen on RocketMQ 5.3.3).
+                    result[cid] = [mq for mq in self.allocate_strategy.allocate(self.group, cid, queues, cid_all)
+                                   if mq.topic == topic]
                 except ValueError as error:
                     raise ValueError(f"group {self.group!r}, topic {topic!r}, consumer {cid!r}: "
                                      f"{self.allocate_strategy.get_name()}: {error}") from None

@@ -273,3 +273,16 @@ def test_docstring_examples_run(name):
     module = importlib.import_module(f"rocketfilter.consumer.{name}")
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
+
+
+def test_a_config_list_of_another_topic_is_not_pulled_for_this_one():
+    """RocketMQ 5.3.3 (tests/broker, seed 8): AllocateMessageQueueByConfig hands every consumer its
+    fixed list whatever topic it rebalances; RebalanceImpl keys pull requests by queue, so the
+    list's queues of topic A are not pulled as queues of topic B."""
+    from rocketfilter.consumer import AllocateMessageQueueByConfig, ConsumerGroup, MessageQueue
+
+    listed = [MessageQueue("A", "broker-a", 0), MessageQueue("A", "broker-a", 2)]
+    group = ConsumerGroup("GID_config", allocate_strategy=AllocateMessageQueueByConfig(listed))
+    group.add_consumer("c0", {"A": "*", "B": "*"})
+    assert group.allocate("A", [MessageQueue("A", "broker-a", i) for i in range(4)])["c0"] == listed
+    assert group.allocate("B", [MessageQueue("B", "broker-a", i) for i in range(4)])["c0"] == []

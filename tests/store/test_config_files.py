@@ -212,6 +212,24 @@ def test_a_malformed_file_is_one_line_naming_it(tmp_path, name, text, message):
     assert set(files.found) == set(SAMPLES) - {name}
 
 
+def test_broadcast_offsets_of_a_5x_broker_are_read_and_left_out(tmp_path):
+    """RocketMQ 5.3.3 (tests/broker) writes topic@group@broadcast keys for BROADCASTING groups."""
+    text = '{"offsetTable":{"T@G":{0:4},"T@GB@broadcast":{0:2,1:3}}}'
+    files = read_broker_config(str(broker_store(tmp_path, {**SAMPLES, "consumerOffset.json": text})))
+    assert files.offsets == {("G", "T", 0): 4}
+    with pytest.raises(ConfigFileError, match="the key is not topic@group"):
+        read_broker_config(str(broker_store(tmp_path / "x", {**SAMPLES, "consumerOffset.json":
+                                                             '{"offsetTable":{"T@G@other":{0:1}}}'})))
+
+
+def test_the_own_topics_of_a_machine_room_broker_are_left_out(tmp_path):
+    """A 5.3.3 broker named hz@broker-a writes topics with '@' in topics.json (tests/broker)."""
+    text = ('{"topicConfigTable":{"T":{"readQueueNums":2,"writeQueueNums":2},'
+            '"rmq_sys_SYNC_BROKER_MEMBER_hz@broker-a":{},"hz@broker-a":{}}}')
+    files = read_broker_config(str(broker_store(tmp_path, {**SAMPLES, "topics.json": text})))
+    assert set(files.topics) == {"T"}
+
+
 def test_a_missing_or_empty_file_falls_back_to_its_backup_as_a_broker_does(tmp_path):
     root = broker_store(tmp_path, {**SAMPLES, "topics.json": "", "consumerOffset.json.bak": CONSUMER_OFFSET})
     (root / "config" / "consumerOffset.json").unlink()
