@@ -22,6 +22,8 @@ CLASSIC_ONLY = {"sparkContext", "_jvm", "_jsc", "_jsparkSession", "_jdf", "_jcol
 ALLOWED = {
     ("delta/table.py", "delta_spark_available"):
         "returns False for a Connect session before the guarded JVM probe",
+    ("delta/object_store.py", "_check_hadoop_aws"):
+        "called only when not is_connect_session(spark) (prepare_spark): a Connect server has its own classpath",
     ("spark_progress.py", "_JobGroupPoller.__init__"):
         "the classic watcher: spark_progress builds _ConnectHandler instead when is_connect(spark)",
 }
