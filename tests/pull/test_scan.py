@@ -8,7 +8,8 @@ from rocketfilter.config import BrokerConfig
 from rocketfilter.pull.filter import ExpressionMessageFilter
 from rocketfilter.pull.scan import SMALL_QUERY_CONF, small_query_conf
 from rocketfilter.selector import parse
-from rocketfilter.store import MessageStore, footers
+from rocketfilter.delta import footers
+from rocketfilter.store import MessageStore
 from rocketfilter.delta.table import _where_column
 from rocketfilter.tags import build_subscription
 
