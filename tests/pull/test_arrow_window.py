@@ -15,8 +15,8 @@ from rocketfilter.pull.arrow_window import arrow_reads
 from rocketfilter.pull.filter import ExpressionForRetryMessageFilter, ExpressionMessageFilter
 from rocketfilter.store import MessageStore
 from rocketfilter.tags import build_subscription
-from tests.pull.test_explain_message import BITS, FILE, MIXED, OLD, SEED, seed_group, store  # noqa: F401
-from tests.pull.test_group_replay import BROKER, random_group
+from tests.groups.test_explain_message import BITS, FILE, MIXED, OLD, SEED, seed_group, store  # noqa: F401
+from tests.groups.test_replay import BROKER, random_group
 
 RETRY = "%RETRY%GID_retry"
 
