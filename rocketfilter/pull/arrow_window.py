@@ -196,13 +196,9 @@ class ArrowWindowScan:
         if len(offsets) == 0:
             return schema.empty_table()
         have = _commitlog_at(store, offsets, schema.names).cast(schema)
-        index = {o: i for i, o in enumerate(have["commitlog_offset"].to_pylist())}
-        lost = [o for o in offsets.tolist() if o not in index]
-        if lost:
-            raise LookupError(f"{store.commitlog.uri}: no CommitLog rows at commit-log offsets {lost[:5]} "
-                              f"({len(lost)} of {len(offsets)}) that the ConsumeQueue points to; the "
-                              "CommitLog changed during the pull (expire, vacuum?) or is damaged")
-        return have.take(pa.array([index[o] for o in offsets.tolist()], pa.int64()))
+        from rocketfilter.pull.scan import in_offset_order
+
+        return in_offset_order(have, offsets, store.commitlog.uri)
 
 
 def _commitlog_at(store, offsets: np.ndarray, columns: List[str]) -> pa.Table:

@@ -118,13 +118,19 @@ class WindowScan:
             self.jobs += 1
             fetched = _commitlog_read(store, _offsets_where(missing), None).toArrow()
             have = fetched if have is None else pa.concat_tables([have, fetched.cast(have.schema)])
-        index = {o: i for i, o in enumerate(have["commitlog_offset"].to_pylist())}
-        lost = [o for o in offsets.tolist() if o not in index]
-        if lost:
-            raise LookupError(f"{store.commitlog.uri}: no CommitLog rows at commit-log offsets {lost[:5]} "
-                              f"({len(lost)} of {len(offsets)}) that the ConsumeQueue points to; the "
-                              "CommitLog changed during the pull (expire, vacuum?) or is damaged")
-        return have.take(pa.array([index[o] for o in offsets.tolist()], pa.int64()))
+        return in_offset_order(have, offsets, store.commitlog.uri)
+
+
+def in_offset_order(have: pa.Table, offsets: np.ndarray, uri: str) -> pa.Table:
+    """The CommitLog rows of ``have`` in the order of ``offsets`` (commit-log offsets);
+    LookupError naming the table ``uri`` when any is missing."""
+    index = {o: i for i, o in enumerate(have["commitlog_offset"].to_pylist())}
+    lost = [o for o in offsets.tolist() if o not in index]
+    if lost:
+        raise LookupError(f"{uri}: no CommitLog rows at commit-log offsets {lost[:5]} "
+                          f"({len(lost)} of {len(offsets)}) that the ConsumeQueue points to; the "
+                          "CommitLog changed during the pull (expire, vacuum?) or is damaged")
+    return have.take(pa.array([index[o] for o in offsets.tolist()], pa.int64()))
 
 
 def _offsets_where(offsets: np.ndarray) -> tuple:
