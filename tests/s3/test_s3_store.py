@@ -181,9 +181,6 @@ def test_rocketmq_source_batch_and_a_restarted_stream(pair, spark, tmp_path):
     assert got == want[1] and first == want[0] == 6 and len(got) == 12
 
 
-@pytest.mark.skip(reason="failed in the last run: the sink's put process, started from the planner's "
-                         "Python worker, found no hadoop-client-api jar beside pyspark (imported from a "
-                         "zip); hadoop_version() now also looks in Spark's home, not yet re-run")
 def test_rocketmq_sink(spark, s3_uri, s3_endpoint):
     # Its put runs in a Spark process of its own (docs/source.md), here one that starts with
     # hadoop-aws from the AWS environment alone.
