@@ -27,22 +27,6 @@ pytestmark = pytest.mark.broker
 SEEDS = ([int(s) for s in os.environ["ROCKETFILTER_BROKER_SEEDS"].split(",")]
          if os.environ.get("ROCKETFILTER_BROKER_SEEDS") else ci_seeds())
 
-# Differences the real broker showed that rocketfilter does not yet explain: what each consumer
-# receives. Seed 31, a BROADCASTING group whose consumers subscribe "*" and "tagA || tagB": the
-# group's table ends as "tagA || tagB" (the later subVersion), yet RocketMQ 5.3.3 delivered every
-# message to the "*" consumer, as if a broadcasting pull were filtered by the puller's own
-# subscription; rocketfilter filters it by the table. Open until the rule (or a harness race) is
-# found: the tests still run, and an unexpected pass is reported.
-OPEN_DIFFERENCES = {31: "BROADCASTING with differing subscriptions: the broker filtered the '*' "
-                        "consumer's pulls by its own subscription, not the group's table"}
-
-
-def delivery_seeds():
-    """SEEDS for the tests of what each consumer receives, the open differences marked xfail."""
-    return [pytest.param(seed, marks=pytest.mark.xfail(reason=OPEN_DIFFERENCES[seed], strict=False))
-            if seed in OPEN_DIFFERENCES else seed for seed in SEEDS]
-
-
 def _jsonl(path: Path) -> list:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
@@ -160,7 +144,7 @@ def test_group_tables(seed, broker_runs):
         assert got == want, f"seed {seed} group {g['name']}"
 
 
-@pytest.mark.parametrize("seed", delivery_seeds())
+@pytest.mark.parametrize("seed", SEEDS)
 def test_received_sets(seed, broker_runs, imported):
     from rocketfilter.groups.replay import replay_group
 
@@ -176,7 +160,7 @@ def test_received_sets(seed, broker_runs, imported):
                             f"broker - rocketfilter {sorted(want - got)}"
 
 
-@pytest.mark.parametrize("seed", delivery_seeds())
+@pytest.mark.parametrize("seed", SEEDS)
 def test_lost_messages(seed, broker_runs, imported):
     from rocketfilter.groups.diagnosis import diagnose_group
 
@@ -210,7 +194,7 @@ def _sample(sent: list, received: dict, seed: int) -> list:
     return rng.sample(got, min(4, len(got))) + rng.sample(rest, min(4, len(rest)))
 
 
-@pytest.mark.parametrize("seed", delivery_seeds())
+@pytest.mark.parametrize("seed", SEEDS)
 def test_explain_messages(seed, broker_runs, imported):
     from rocketfilter.groups.explain_message import explain_message
 

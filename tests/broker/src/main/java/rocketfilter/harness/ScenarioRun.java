@@ -35,6 +35,7 @@ import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.consumer.store.ReadOffsetType;
 import org.apache.rocketmq.client.exception.MQBrokerException;
 import org.apache.rocketmq.client.impl.MQClientManager;
+import org.apache.rocketmq.client.impl.consumer.ProcessQueue;
 import org.apache.rocketmq.client.impl.factory.MQClientInstance;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
@@ -100,11 +101,19 @@ final class ScenarioRun {
             startProducer();
             phase("topics and producer");
             startGroups();
+            String settledTables = GSON.toJson(brokerTables());
             phase("consumers settled");
             sendMessages();
             phase("sent");
             consumeToEnd();
             await("the group tables hold every consumer's last subVersion", this::tablesCaughtUp);
+            // The deliveries are compared with one table per group: a table that moved while the
+            // messages were consumed (a re-stamp the settle check could not see) voids the run.
+            String endTables = GSON.toJson(brokerTables());
+            if (!endTables.equals(settledTables)) {
+                throw new TableMovedException(scenarioFile + ": a group's subscription table changed while consuming: "
+                    + settledTables + " -> " + endTables);
+            }
             writeLines("groups.jsonl", groupTables());
             phase("consumed");
             List<JsonObject> pulls = pulls();
@@ -350,6 +359,22 @@ final class ScenarioRun {
         return out;
     }
 
+    /** What the broker's group tables hold now: group -> topic -> expression, type, subVersion. */
+    private JsonObject brokerTables() {
+        JsonObject out = new JsonObject();
+        for (JsonObject row : groupTables()) {
+            out.add(row.get("group").getAsString(), row.get("table"));
+        }
+        return out;
+    }
+
+    /** The run's premise failed (the group table moved mid-run); the same scenario may run again. */
+    static final class TableMovedException extends IllegalStateException {
+        TableMovedException(String message) {
+            super(message);
+        }
+    }
+
     private static JsonObject subscriptionJson(SubscriptionData sd) {
         JsonObject o = new JsonObject();
         o.addProperty("expression", sd.getSubString());
@@ -408,7 +433,8 @@ final class ScenarioRun {
             }
             String me = consumer.buildMQClientId();
             AllocateMessageQueueStrategy strategy = consumer.getAllocateMessageQueueStrategy();
-            Set<MessageQueue> held = consumer.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable().keySet();
+            Map<MessageQueue, ProcessQueue> pqs = consumer.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable();
+            Set<MessageQueue> held = pqs.keySet();
             for (String topic : consumer.getDefaultMQPushConsumerImpl().getSubscriptionInner().keySet()) {
                 if (topic.startsWith(MixAll.RETRY_GROUP_TOPIC_PREFIX)) {
                     continue;
@@ -425,6 +451,15 @@ final class ScenarioRun {
                 Set<MessageQueue> have = held.stream().filter(q -> q.getTopic().equals(topic)).collect(Collectors.toSet());
                 if (!have.equals(want)) {
                     return false;
+                }
+                // A queue is added before its topic's subVersion is re-stamped (messageQueueChanged):
+                // until the re-stamp, the table may still change. A new ProcessQueue's lastLockTimestamp
+                // is its creation time, and a concurrent consumer never locks it.
+                long subVersion = consumer.getDefaultMQPushConsumerImpl().getSubscriptionInner().get(topic).getSubVersion();
+                for (MessageQueue q : have) {
+                    if (pqs.get(q).getLastLockTimestamp() > subVersion) {
+                        return false;
+                    }
                 }
             }
         }
