@@ -25,7 +25,7 @@ from pyspark.sql.types import StructType
 from rocketfilter.delta import object_store
 from rocketfilter.source import offsets as O
 from rocketfilter.source.filters import SubscriptionFilter
-from rocketfilter.source.options import SourceOptionError, SourceOptions
+from rocketfilter.source.options import SourceOptionError, SourceOptions, bad_input_in_one_frame
 from rocketfilter.source.plan import ScanPartition, plan_scan
 from rocketfilter.source.scan import ScanSpec, read_partition
 from rocketfilter.source.schema import arrow_schema, check_schema, source_schema
@@ -75,20 +75,25 @@ class RocketMQDataSource(DataSource):
     def _options(self) -> SourceOptions:
         return SourceOptions.parse(self.options)
 
+    @bad_input_in_one_frame
     def schema(self) -> StructType:
         return source_schema(self._options().include_properties)
 
+    @bad_input_in_one_frame
     def reader(self, schema: StructType) -> "RocketMQBatchReader":
         return RocketMQBatchReader(self._options(), schema)
 
+    @bad_input_in_one_frame
     def streamReader(self, schema: StructType) -> "RocketMQStreamReader":
         return RocketMQStreamReader(self._options(), schema)
 
+    @bad_input_in_one_frame
     def writer(self, schema: StructType, overwrite: bool):
         from rocketfilter.source.sink import RocketMQWriter
 
         return RocketMQWriter(dict(self.options), schema, overwrite)
 
+    @bad_input_in_one_frame
     def streamWriter(self, schema: StructType, overwrite: bool):
         """No streaming sink: a put per micro-batch could not be made exactly once across a
         restart, so the query is refused before it writes anything."""
@@ -119,6 +124,7 @@ class RocketMQBatchReader(DataSourceReader):
         start = O.skip_expired(o.topic, start, bounds, o.fail_on_data_loss, o.store)
         return {q: (min(start.get(q, e), e), e) for q, e in end.items()}
 
+    @bad_input_in_one_frame
     def partitions(self):
         store = open_store(self.options)
         return plan_scan(store, self.options.topic, self.ranges(store))
@@ -140,7 +146,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def __init__(self, options: SourceOptions, schema: StructType):
         if options.ending_offsets is not None:
-            raise ValueError("option endingOffsets is for batch reads; a stream has no end "
+            raise SourceOptionError("option endingOffsets is for batch reads; a stream has no end "
                              "(use Trigger.AvailableNow to stop at the latest offsets)")
         self.options = options
         self.spec = scan_spec(options, schema)
@@ -162,6 +168,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _latest(self) -> Dict[int, int]:
         return {q: hi for q, (_, hi) in O.queue_bounds(self.store, self.options.topic).items()}
 
+    @bad_input_in_one_frame
     def initialOffset(self) -> dict:
         o = self.options
         spec = o.start_spec(True)
@@ -184,6 +191,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def prepareForTriggerAvailableNow(self) -> None:
         self._target = self._latest()
 
+    @bad_input_in_one_frame
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         topic = self.options.topic
         begin = O.from_json(topic, start)
@@ -201,6 +209,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def reportLatestOffset(self) -> dict:
         return O.to_json(self.options.topic, self._latest())
 
+    @bad_input_in_one_frame
     def partitions(self, start: dict, end: dict):
         o = self.options
         begin, stop = O.from_json(o.topic, start), O.from_json(o.topic, end)

@@ -23,12 +23,15 @@ option                      meaning
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
 from rocketfilter.checks import LONG_MAX, _is_int
 from rocketfilter.naming import validate_group, validate_topic
 from rocketfilter.offsets_spec import parse_offsets
+from rocketfilter.source.offsets import DataLossError
+from rocketfilter.store.errors import StoreError
 from rocketfilter.tags import SQL92, TAG, SubscriptionData, build_subscription, check_expression_type
 
 _KNOWN = ("store", "path", "topic", "subexpression", "expressiontype", "consumergroup",
@@ -39,6 +42,20 @@ _STORAGE_PREFIX = "storage."
 
 class SourceOptionError(ValueError):
     """An option of the ``rocketmq`` source that cannot work, named with the reason."""
+
+
+def bad_input_in_one_frame(method):
+    """Re-raise a bad-input error (ValueError, a missing store, lost data) of a planning method
+    with its traceback cut: Spark puts the worker's traceback into the query's error, and the
+    frames inside rocketfilter only bury the one line that names the option."""
+    @functools.wraps(method)
+    def planned(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except (ValueError, StoreError, DataLossError) as error:
+            raise error.with_traceback(None) from None
+
+    return planned
 
 
 def _flag(options: Mapping[str, str], name: str, default: bool) -> bool:
