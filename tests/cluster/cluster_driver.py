@@ -1,7 +1,10 @@
 """The driver of the cluster test, run in its own process (its own JVM, next to the suite's):
 ``python -m tests.cluster.cluster_driver REQUEST_JSON``. On the standalone cluster it runs
-``replay_group`` and a streaming ``format("rocketmq")`` query over the store on S3, and prints
-one JSON line: the application id and what each returned."""
+``rocketfilter import`` (the command's own entry point, :func:`rocketfilter.cli.main`), then
+``replay_group`` and a streaming ``format("rocketmq")`` query over the store on S3, all in the
+one application the command started (a driver and an executor JVM less than a process per
+step), and prints one JSON line: the application id, the command's exit status and what each
+returned."""
 from __future__ import annotations
 
 import json
@@ -16,6 +19,9 @@ from rocketfilter.store import MessageStore
 
 
 def main(request: dict) -> dict:
+    from rocketfilter.cli import main as cli
+
+    imported = cli(request["import"])
     builder = SparkSession.builder.appName("rocketfilter-cluster-driver")
     for key, value in request["conf"].items():
         builder = builder.config(key, value)
@@ -41,7 +47,7 @@ def main(request: dict) -> dict:
         batches = [p["numInputRows"] for p in query.recentProgress]
         streamed = [(r.queue_id, r.queue_offset, r.tags) for r in
                     spark.read.parquet(request["stream_out"]).select("queue_id", "queue_offset", "tags").collect()]
-        return {"app_id": spark.sparkContext.applicationId, "master": spark.sparkContext.master,
+        return {"import_exit": imported, "app_id": spark.sparkContext.applicationId, "master": spark.sparkContext.master,
                 "replayed": replayed, "streamed": streamed, "stream_batches": batches}
     finally:
         spark.stop()
