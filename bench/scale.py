@@ -354,6 +354,7 @@ def main(argv=None, spark=None) -> int:
                           .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false"))
         spark.sparkContext.setLogLevel("ERROR")
     base = Path(args.dir or tempfile.mkdtemp(prefix="rf-bench-scale-"))
+    base.mkdir(parents=True, exist_ok=True)   # --dir may name a directory still to be made
     memory = Memory(spark)
     print(f"spark {spark.version}, local[{CORES}], driver memory {spark.conf.get('spark.driver.memory', '?')}; "
           f"selector {SELECTOR!r}; load average {_common.load_average()}")
