@@ -105,6 +105,12 @@ def add_store_argument(parser: argparse.ArgumentParser, help: str = "the rocketf
     parser.add_argument("--store", required=True, metavar="URI", help=help)
 
 
+def add_settings_argument(parser: argparse.ArgumentParser) -> None:
+    """``--conf`` for a command that starts no Spark: only broker and store settings count."""
+    parser.add_argument("--conf", action="append", type=conf_pair, default=[], metavar="KEY=VALUE",
+                        help="spark.rocketfilter.<key>=<value>: a broker or store setting (docs/configuration.md)")
+
+
 def add_selector_arguments(parser: argparse.ArgumentParser) -> None:
     """``--tags`` or ``--sql``, and ``--strict``."""
     which = parser.add_mutually_exclusive_group()

@@ -31,8 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sample", type=common.positive_int("sample"), default=common.DEFAULT_SAMPLE, metavar="N",
                         help=f"how many of the topic's newest messages to read (default {common.DEFAULT_SAMPLE})")
     parser.add_argument("--json", action="store_true", help="print the answer as JSON")
-    parser.add_argument("--conf", action="append", type=common.conf_pair, default=[], metavar="KEY=VALUE",
-                        help="spark.rocketfilter.<key>=<value>: a broker or store setting (docs/configuration.md)")
+    common.add_settings_argument(parser)
     parser.set_defaults(handler=run)
 
 

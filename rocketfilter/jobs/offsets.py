@@ -36,8 +36,7 @@ def _common(parser: argparse.ArgumentParser, topic_required: bool) -> None:
     parser.add_argument("--group", required=True, type=common.group_type, help="the consumer group")
     parser.add_argument("--topic", required=topic_required, type=common.topic_type,
                         help="the topic" + ("" if topic_required else " (default: every topic the group committed on)"))
-    parser.add_argument("--conf", action="append", type=common.conf_pair, default=[], metavar="KEY=VALUE",
-                        help="spark.rocketfilter.<key>=<value>: a broker or store setting (docs/configuration.md)")
+    common.add_settings_argument(parser)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

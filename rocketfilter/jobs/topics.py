@@ -25,8 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_store_argument(parser)
     parser.add_argument("--topic", type=common.topic_type, help="only this topic (default: every topic)")
     parser.add_argument("--json", action="store_true", help="print the answer as JSON")
-    parser.add_argument("--conf", action="append", type=common.conf_pair, default=[], metavar="KEY=VALUE",
-                        help="spark.rocketfilter.<key>=<value>: a broker or store setting (docs/configuration.md)")
+    common.add_settings_argument(parser)
     parser.set_defaults(handler=run)
 
 
