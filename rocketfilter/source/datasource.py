@@ -147,7 +147,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: SourceOptions, schema: StructType):
         if options.ending_offsets is not None:
             raise SourceOptionError("option endingOffsets is for batch reads; a stream has no end "
-                             "(use Trigger.AvailableNow to stop at the latest offsets)")
+                                    "(use Trigger.AvailableNow to stop at the latest offsets)")
         self.options = options
         self.spec = scan_spec(options, schema)
         self._store = None
