@@ -95,11 +95,9 @@ class RocketMQDataSource(DataSource):
 
     @bad_input_in_one_frame
     def streamWriter(self, schema: StructType, overwrite: bool):
-        """No streaming sink: a put per micro-batch could not be made exactly once across a
-        restart, so the query is refused before it writes anything."""
-        from rocketfilter.source.sink import StreamingSinkError
+        from rocketfilter.source.stream_sink import RocketMQStreamWriter
 
-        raise StreamingSinkError()
+        return RocketMQStreamWriter(dict(self.options), schema, overwrite)
 
 
 class RocketMQBatchReader(DataSourceReader):

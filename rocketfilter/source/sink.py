@@ -21,7 +21,8 @@ option         meaning
 The columns are ``put_messages``' input: ``topic``, ``tags``, ``keys`` (a string or an array),
 ``properties`` (``map<string,string>``), ``body`` (binary or string), ``queue_id``, ``flag``,
 ``born_timestamp``, ``born_host``; others are ignored. The put uses the default broker and
-store settings (``MessageStore.open(path)``'s).
+store settings (``MessageStore.open(path)``'s). The streaming sink (:mod:`.stream_sink`) is
+this writer with each micro-batch's put made idempotent.
 
 >>> df.write.format("rocketmq").mode("append").option("store", "/data/rf").option("topic", "T").save()  # doctest: +SKIP
 """
@@ -33,7 +34,7 @@ import subprocess
 import sys
 import uuid
 from dataclasses import dataclass
-from typing import Iterator, List, Optional
+from typing import Iterator, List, Optional, Tuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -51,17 +52,6 @@ _WORKER_ENV = ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET", "SPARK_REMOTE",
                "SPARK_LOCAL_REMOTE", "PYSPARK_SUBMIT_ARGS")
 
 
-class StreamingSinkError(ValueError):
-    """``writeStream.format("rocketmq")``: there is no streaming sink."""
-
-    def __init__(self):
-        super().__init__(
-            "format rocketmq has no streaming sink (writeStream); write each micro-batch with "
-            "foreachBatch: .writeStream.foreachBatch(lambda df, batch_id: df.write"
-            ".format(\"rocketmq\").mode(\"append\").option(\"store\", ...).save()) (a batch "
-            "replayed after a restart is put again: deduplicate on a key if that matters)")
-
-
 @dataclass
 class StagedRows(WriterCommitMessage):
     """One task's rows, staged as a parquet file (None: the task had no rows)."""
@@ -69,17 +59,24 @@ class StagedRows(WriterCommitMessage):
     partition: int
     path: Optional[str]
     rows: int
+    query_id: Optional[str] = None   # a streaming query's id (stable across its restarts)
 
 
-def _partition_id() -> int:
+def _task() -> Tuple[int, Optional[str]]:
+    """This task's partition, and its streaming query's id (None in a batch job)."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
-    return context.partitionId() if context is not None else 0
+    if context is None:
+        return 0, None
+    return context.partitionId(), context.getLocalProperty("sql.streaming.queryId")
 
 
-class RocketMQWriter(DataSourceArrowWriter):
-    """The batch writer of the ``rocketmq`` format (append only)."""
+class StagingWriter:
+    """What the batch and the streaming writer share: the options, the checks before any task,
+    and the tasks' staging of their rows."""
+
+    APPEND = 'mode("append")'
 
     def __init__(self, options: dict, schema: StructType, overwrite: bool):
         from rocketfilter.naming import validate_topic
@@ -89,7 +86,7 @@ class RocketMQWriter(DataSourceArrowWriter):
         opts = {str(k).lower(): v for k, v in options.items()}
         if overwrite:
             raise ValueError("format rocketmq appends messages to a topic, which is append-only: "
-                             "use mode(\"append\")")
+                             f"use {self.APPEND}")
         store = opts.get("store") or opts.get("path")
         if not store:
             raise ValueError("option store is required: the store's directory or URI")
@@ -110,7 +107,7 @@ class RocketMQWriter(DataSourceArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedRows:
         object_store.register(self.store, self.storage_options)
-        partition = _partition_id()
+        partition, query_id = _task()
         fs, root = filesystem_path(self.staging)
         writer, path, rows = None, None, 0
         try:
@@ -126,16 +123,20 @@ class RocketMQWriter(DataSourceArrowWriter):
         finally:
             if writer is not None:
                 writer.close()
-        return StagedRows(partition, path, rows)
+        return StagedRows(partition, path, rows, query_id)
 
-    def commit(self, messages: List[Optional[StagedRows]]) -> None:
+    def _put(self, messages: List[Optional[StagedRows]],
+             app_transaction: Optional[Tuple[str, int]] = None) -> None:
+        """The job's commit: put the staged files in task order, then remove the staging (and
+        what failed task attempts left there)."""
         object_store.register(self.store, self.storage_options)  # this process reads the staged files
         staged = sorted((m for m in messages if m is not None and m.path is not None),
                         key=lambda m: m.partition)
         try:
             if staged:
                 self._check_queues([m.path for m in staged])
-                put_staged(self.store, [m.path for m in staged], self.topic, self.storage_options)
+                put_staged(self.store, [m.path for m in staged], self.topic, self.storage_options,
+                           app_transaction)
         finally:
             self._clean()
 
@@ -166,7 +167,7 @@ class RocketMQWriter(DataSourceArrowWriter):
         if None not in wanted and set(wanted) <= set(topics(tables)):
             _check_topics(tables, wanted)
 
-    def abort(self, messages: List[Optional[StagedRows]]) -> None:
+    def _abort(self) -> None:
         object_store.register(self.store, self.storage_options)
         self._clean()
 
@@ -178,13 +179,38 @@ class RocketMQWriter(DataSourceArrowWriter):
             pass
 
 
+class RocketMQWriter(StagingWriter, DataSourceArrowWriter):
+    """The batch writer of the ``rocketmq`` format (append only)."""
+
+    def commit(self, messages: List[Optional[StagedRows]]) -> None:
+        self._put(messages)
+
+    def abort(self, messages: List[Optional[StagedRows]]) -> None:
+        self._abort()
+
+
+def already_put(store: str, storage_options: Optional[dict], app_transaction: Tuple[str, int]) -> bool:
+    """Whether the store's CommitLog records ``app_transaction`` (read from its Delta log)."""
+    from rocketfilter.config import MessageStoreConfig
+    from rocketfilter.store import schema as S
+    from rocketfilter.store.tables import StoreTables
+
+    tables = StoreTables(store, None, MessageStoreConfig(), storage_options=storage_options, create=False)
+    done = tables.table(S.COMMITLOG).transaction_version(app_transaction[0])
+    return done is not None and done >= app_transaction[1]
+
+
 def put_staged(store: str, files: List[str], topic: Optional[str],
-               storage_options: Optional[dict]) -> dict:
+               storage_options: Optional[dict], app_transaction: Optional[Tuple[str, int]] = None) -> dict:
     """``put_messages`` of the staged ``files`` (in order) in a local Spark process; its
-    PutMessageError (or another error's last lines) raised here. Returns ``{"messages": n}``."""
+    PutMessageError (or another error's last lines) raised here. Returns ``{"messages": n}``.
+    With ``app_transaction`` the put is idempotent: one already recorded starts no process."""
     from rocketfilter.store.put_input import PutMessageError
 
-    request = {"store": store, "files": files, "topic": topic, "storage_options": storage_options}
+    if app_transaction is not None and already_put(store, storage_options, app_transaction):
+        return {"messages": 0}
+    request = {"store": store, "files": files, "topic": topic, "storage_options": storage_options,
+               "app_transaction": list(app_transaction) if app_transaction else None}
     env = {k: v for k, v in os.environ.items() if k not in _WORKER_ENV}
     done = subprocess.run([sys.executable, "-m", "rocketfilter.source.sink_put"], input=json.dumps(request),
                           capture_output=True, text=True, env=env)

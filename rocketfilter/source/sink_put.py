@@ -1,6 +1,6 @@
 """The put half of the ``rocketmq`` sink (:mod:`.sink`): ``python -m rocketfilter.source.sink_put``
 reads a JSON request on stdin (``store``, staged parquet ``files``, ``topic``,
-``storage_options``), runs ``put_messages`` over the files in a local Spark session, and prints
+``storage_options``, ``app_transaction``: ``[app_id, version]`` or null), runs ``put_messages`` over the files in a local Spark session, and prints
 one JSON line: ``{"messages": n}``, or ``{"error": <class>, "message": ...}`` with exit code 2.
 """
 from __future__ import annotations
@@ -23,7 +23,8 @@ def put_files(spark, request: dict) -> int:
     df = reduce(lambda a, b: a.unionByName(b), [spark.read.parquet(spark_uri(f)) for f in request["files"]])
     if request.get("topic"):
         df = df.withColumn("topic", F.lit(request["topic"]))
-    return store.put_messages(df).count()
+    txn = request.get("app_transaction")
+    return store.put_messages(df, app_transaction=tuple(txn) if txn else None).count()
 
 
 def main() -> int:

@@ -333,7 +333,8 @@ def _wanted(rows) -> Dict[str, set]:
     return wanted
 
 
-def put_messages(tables: StoreTables, messages, *, progress: ProgressOption = False):
+def put_messages(tables: StoreTables, messages, *, progress: ProgressOption = False,
+                 app_transaction: Optional[Tuple[str, int]] = None):
     """Append ``messages`` to the CommitLog in one Delta commit, then dispatch them.
 
     ``messages`` is a Spark DataFrame or a list of dicts (or objects with those attributes) with
@@ -349,8 +350,15 @@ def put_messages(tables: StoreTables, messages, *, progress: ProgressOption = Fa
     ``progress=True`` shows the write (``put: 1200000/5000000 messages ...``) and the dispatch
     that follows on stderr when they last more than a few seconds; a callable shows it its own
     way (see :func:`rocketfilter.spark_progress.progress_block`).
+
+    ``app_transaction=(app_id, version)`` makes the put idempotent, as Delta's txnAppId and
+    txnVersion do: the pair is recorded in the CommitLog's commit, and a put whose ``version`` is
+    at or below the one recorded for ``app_id`` stores nothing and returns no rows (the streaming
+    sink keys its micro-batches so: a batch replayed after a restart is not stored twice).
     """
     spark = tables.spark
+    if app_transaction is not None and _already_put(tables, app_transaction):
+        return [] if not isinstance(messages, DataFrame) else _no_result(spark)
     as_list = not isinstance(messages, DataFrame)
     if as_list:
         messages = list(messages)
@@ -372,7 +380,7 @@ def put_messages(tables: StoreTables, messages, *, progress: ProgressOption = Fa
     tables.check_files(S.COMMITLOG)  # never continue offsets past lost messages
     counts = _counts(prepared)
     if not counts:
-        return [] if as_list else spark.createDataFrame([], S.COMMITLOG_SCHEMA).select(*_RESULT)
+        return [] if as_list else _no_result(spark)
     missing = sum(int(r["n"]) for r in counts if r["topic"] is None)
     if missing:
         raise PutMessageError(f"{missing} message(s) have no topic (column 'topic' is null); "
@@ -384,6 +392,8 @@ def put_messages(tables: StoreTables, messages, *, progress: ProgressOption = Fa
     def attempt():
         table = tables.table(S.COMMITLOG)
         version = table.version()
+        if app_transaction is not None and _already_put(tables, app_transaction):
+            return None   # a concurrent put of the same transaction landed first
         state = tables.commitlog_state()
         plan, new_state = _plan(counts, state, queue_nums)
         now = int(time.time() * 1000)
@@ -395,7 +405,8 @@ def put_messages(tables: StoreTables, messages, *, progress: ProgressOption = Fa
                 .collect())
         adds = table._adds([r.asDict() for r in rows], True)
         try:
-            table.commit(adds, expected_version=version, custom_metadata=new_state.to_metadata())
+            table.commit(adds, expected_version=version, custom_metadata=new_state.to_metadata(),
+                         app_transaction=app_transaction)
         except BaseException:
             delete_files(table.uri, [a.path for a in adds])
             raise
@@ -403,7 +414,10 @@ def put_messages(tables: StoreTables, messages, *, progress: ProgressOption = Fa
 
     total = sum(int(r["n"]) for r in counts)
     with progress_block(spark, progress, "put", unit="messages", total=total):
-        start, end = retry_on_conflict(attempt, "put_messages")
+        stored = retry_on_conflict(attempt, "put_messages")
+    if stored is None:
+        return [] if as_list else _no_result(spark)
+    start, end = stored
     if tables.config.dispatch_on_put:
         finish_dispatch(tables, end, progress=progress)
     result = (tables.commitlog.read(spark, where=[("commitlog_offset", ">=", start),
@@ -415,4 +429,15 @@ def put_messages(tables: StoreTables, messages, *, progress: ProgressOption = Fa
 
 
 _RESULT = ("topic", "queue_id", "queue_offset", "commitlog_offset", "msg_id")
+
+
+def _no_result(spark) -> DataFrame:
+    return spark.createDataFrame([], S.COMMITLOG_SCHEMA).select(*_RESULT)
+
+
+def _already_put(tables: StoreTables, app_transaction: Tuple[str, int]) -> bool:
+    """Whether the CommitLog's snapshot records ``app_transaction``'s version (or a later one)."""
+    app_id, version = app_transaction
+    done = tables.table(S.COMMITLOG).transaction_version(app_id)
+    return done is not None and done >= version
 

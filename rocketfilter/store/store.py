@@ -155,11 +155,15 @@ class MessageStore(StoreTables):
 
     # --- the write path and its maintenance ------------------------------------------------
 
-    def put_messages(self, messages, *, progress=False):
+    def put_messages(self, messages, *, progress=False, app_transaction=None):
         """Append messages (a Spark DataFrame, or a list of dicts/Message objects); see
         :func:`rocketfilter.store.put.put_messages` (``progress=True``: a progress line on
-        stderr for a put of more than a few seconds)."""
-        return put.put_messages(self, messages, progress=progress)
+        stderr for a put of more than a few seconds; ``app_transaction=(app_id, version)``: an
+        idempotent put, stored once per version).
+
+        >>> store.put_messages(df, app_transaction=("orders-loader", 7))   # doctest: +SKIP
+        """
+        return put.put_messages(self, messages, progress=progress, app_transaction=app_transaction)
 
     def dispatch(self):
         """Bring the ConsumeQueue up to the CommitLog; idempotent. See :mod:`.dispatch`."""

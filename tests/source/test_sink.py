@@ -1,7 +1,8 @@
 """``df.write.format("rocketmq")``: rows appended through ``put_messages`` and read back by the
 source; the put's checks and errors, before any task (column types) or from the put itself (a
-queue out of range), with nothing appended; append only. Each save that reaches the put starts a
-local Spark process (rocketfilter.source.sink_put): two here."""
+queue out of range), with nothing appended; append only; the streaming sink, exactly once across
+a restart. Each save or micro-batch that reaches the put starts a local Spark process
+(rocketfilter.source.sink_put): four here."""
 from __future__ import annotations
 
 import os
@@ -75,18 +76,43 @@ def test_an_error_of_the_put_process_is_the_writes_error(tmp_path):
     assert "the put into" in str(info.value) and "no rocketfilter store at" in str(info.value)
 
 
-def test_a_streaming_write_is_refused_with_a_line_naming_foreach_batch(spark, sink_store, tmp_path):
-    """Issue 19 §6.7: no streaming sink; the query fails before writing anything, with one line
-    naming foreachBatch (not pyspark's "streamWriter is not implemented")."""
+def test_a_streaming_write_stores_each_micro_batch_once_across_restarts(spark, sink_store, tmp_path):
+    """Issue 19 §6.7: writeStream.format("rocketmq") appends each micro-batch, exactly once: a
+    batch Spark replays after a restart (its put landed, the checkpoint's commit did not) is not
+    stored again, and the next batch continues the queue's offsets."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rocketfilter.store import schema as S
+
     rocketfilter.register(spark)
-    stream = spark.readStream.format("rate").option("rowsPerSecond", 1).load()
-    query = (stream.selectExpr("CAST(value AS STRING) AS body")
-             .writeStream.format("rocketmq").option("store", sink_store.uri).option("topic", SINK)
-             .option("checkpointLocation", str(tmp_path / "checkpoint")).start())
-    try:
-        with pytest.raises(Exception) as info:
-            query.awaitTermination()
-    finally:
-        query.stop()
-    text = str(info.value)
-    assert "foreachBatch" in text and "streamWriter is not implemented" not in text
+    topic = "StreamSinkTopic"
+    sink_store.create_topic(topic, read_queue_nums=1, write_queue_nums=1)
+    source, checkpoint = tmp_path / "in", tmp_path / "checkpoint"
+    source.mkdir()
+
+    def arrive(name, keys):
+        pq.write_table(pa.table({"keys": keys, "body": [f"b-{k}" for k in keys]}), source / name)
+
+    def run():
+        query = (spark.readStream.schema("keys string, body string").parquet(str(source))
+                 .writeStream.format("rocketmq").option("store", sink_store.uri).option("topic", topic)
+                 .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+        query.awaitTermination()
+        assert query.exception() is None
+        return query.id
+
+    def stored():
+        return sorted((r.queue_offset, r.keys) for r in rocketfilter.read(spark, sink_store.uri, topic).collect())
+
+    arrive("1.parquet", ["k0", "k1", "k2"])
+    query_id = run()
+    assert stored() == [(0, "k0"), (1, "k1"), (2, "k2")]
+    for name in ("0", ".0.crc"):   # the crash: batch 0's put landed, its checkpoint commit did not
+        (checkpoint / "commits" / name).unlink()
+    assert run() == query_id   # the same query, which replays batch 0
+    assert stored() == [(0, "k0"), (1, "k1"), (2, "k2")]
+    arrive("2.parquet", ["k3", "k4"])
+    run()
+    assert stored() == [(i, f"k{i}") for i in range(5)]
+    assert sink_store.table(S.COMMITLOG).transaction_version(f"rocketmq-sink-{query_id}") == 1
