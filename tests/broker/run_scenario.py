@@ -57,15 +57,18 @@ def ensure_built() -> None:
         build()
 
 
-def run(pairs: Sequence[Tuple[str, str]]) -> None:
-    """Run (scenario file, outdir) pairs in one JVM, each on a fresh broker. Raises HarnessError
-    naming every scenario that failed."""
-    ensure_built()
-    classpath = f"{TARGET / 'classes'}{os.pathsep}{(TARGET / 'classpath.txt').read_text().strip()}"
-    with tempfile.TemporaryDirectory(prefix="rf-harness-home-") as home:
+class Batch:
+    """A harness JVM running (scenario file, outdir) pairs, each on a fresh broker."""
+
+    def __init__(self, pairs: Sequence[Tuple[str, str]]):
+        ensure_built()
+        self.pairs = list(pairs)
+        classpath = f"{TARGET / 'classes'}{os.pathsep}{(TARGET / 'classpath.txt').read_text().strip()}"
+        self._home = tempfile.TemporaryDirectory(prefix="rf-harness-home-")
+        home = self._home.name
         batch = Path(home) / "batch.tsv"
-        batch.write_text("".join(f"{os.path.abspath(s)}\t{os.path.abspath(o)}\n" for s, o in pairs))
-        for _, outdir in pairs:
+        batch.write_text("".join(f"{os.path.abspath(s)}\t{os.path.abspath(o)}\n" for s, o in self.pairs))
+        for _, outdir in self.pairs:
             Path(outdir, "error.txt").unlink(missing_ok=True)
         cmd = ["java", "-Xmx512m", "-XX:+UseSerialGC",
                f"-Duser.home={home}",                               # the broker's and clients' logs, offsets
@@ -73,16 +76,47 @@ def run(pairs: Sequence[Tuple[str, str]]) -> None:
                "-Drocketmq.client.logRoot=" + f"{home}/logs",
                "-Drocketmq.client.rebalance.waitInterval=1000",     # rebalance checks every second, not 20
                "-cp", classpath, MAIN_CLASS, "--batch", str(batch)]
-        with open(Path(home) / "stdout.log", "w") as out:
-            r = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, text=True)
-        for line in r.stderr.splitlines():
+        self._stdout = open(Path(home) / "stdout.log", "w")
+        self._stderr = open(Path(home) / "stderr.log", "w+")
+        self._process = subprocess.Popen(cmd, stdout=self._stdout, stderr=self._stderr, text=True)
+
+    def wait(self) -> None:
+        """Wait for the JVM; raise HarnessError naming every scenario that failed."""
+        try:
+            code = self._process.wait()
+            self._stderr.seek(0)
+            stderr = self._stderr.read()
+        finally:
+            self._stdout.close()
+            self._stderr.close()
+            self._home.cleanup()
+        for line in stderr.splitlines():
             if line.endswith("running it again"):           # a group table moved mid-run (Harness.java)
                 print(line, file=sys.stderr)
         errors = [f"{s}: {Path(o, 'error.txt').read_text().splitlines()[0]}"
-                  for s, o in pairs if Path(o, "error.txt").exists()]
-        if r.returncode != 0 or errors:
-            detail = "\n".join(errors) or r.stderr[-3000:]
+                  for s, o in self.pairs if Path(o, "error.txt").exists()]
+        if code != 0 or errors:
+            detail = "\n".join(errors) or stderr[-3000:]
             raise HarnessError(f"run_scenario: {len(errors) or 'the'} scenario(s) failed:\n{detail}")
+
+    def kill(self) -> None:
+        if self._process.poll() is None:
+            self._process.kill()
+        try:
+            self.wait()
+        except HarnessError:
+            pass
+
+
+def start(pairs: Sequence[Tuple[str, str]]) -> Batch:
+    """Start running (scenario file, outdir) pairs in one JVM, in the background."""
+    return Batch(pairs)
+
+
+def run(pairs: Sequence[Tuple[str, str]]) -> None:
+    """Run (scenario file, outdir) pairs in one JVM, each on a fresh broker. Raises HarnessError
+    naming every scenario that failed."""
+    start(pairs).wait()
 
 
 def main(argv: List[str]) -> int:

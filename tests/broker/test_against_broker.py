@@ -11,21 +11,18 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 from collections import defaultdict
 from pathlib import Path
 from typing import Dict, Tuple
 
 import pytest
 
-from tests.broker import run_scenario
-from tests.broker.scenarios import ci_seeds, scenario
+from tests.broker import harness_runs
 
 pytestmark = pytest.mark.broker
 
-# ROCKETFILTER_BROKER_SEEDS="3,4" runs only those seeds (any seed draws a scenario).
-SEEDS = ([int(s) for s in os.environ["ROCKETFILTER_BROKER_SEEDS"].split(",")]
-         if os.environ.get("ROCKETFILTER_BROKER_SEEDS") else ci_seeds())
+SEEDS = harness_runs.SEEDS
+
 
 def _jsonl(path: Path) -> list:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -80,28 +77,11 @@ class Run:
 
 
 @pytest.fixture(scope="session")
-def broker_runs(tmp_path_factory) -> Dict[int, Run]:
-    """Every CI scenario, run once in one harness JVM."""
-    if shutil.which("java") is None or shutil.which("mvn") is None:
+def broker_runs() -> Dict[int, Run]:
+    """Every CI scenario, run once in one harness JVM (started when the tests were collected)."""
+    if not harness_runs.can_run():
         pytest.skip("the real-broker tests need java (17) and mvn (3.8) on PATH")
-    # ROCKETFILTER_BROKER_RUNS=DIR keeps the broker's outputs there and reuses the complete ones
-    # (for working on rocketfilter's side without rerunning the broker).
-    keep = os.environ.get("ROCKETFILTER_BROKER_RUNS")
-    root = Path(keep) if keep else tmp_path_factory.mktemp("broker")
-    root.mkdir(parents=True, exist_ok=True)
-    pairs, specs, todo = [], {}, []
-    for seed in SEEDS:
-        specs[seed] = scenario(seed)
-        path = root / f"scenario-{seed:03d}.json"
-        text = json.dumps(specs[seed])
-        out = root / f"out-{seed:03d}"
-        if not (keep and path.exists() and path.read_text() == text and (out / "groups.jsonl").exists()):
-            path.write_text(text)
-            todo.append((str(path), str(out)))
-        pairs.append((str(path), str(out)))
-    if todo:
-        run_scenario.run(todo)
-    return {seed: Run(specs[seed], Path(out)) for seed, (_, out) in zip(SEEDS, pairs)}
+    return {seed: Run(spec, out) for seed, (spec, out) in harness_runs.outputs().items()}
 
 
 @pytest.fixture(scope="session")

@@ -278,6 +278,9 @@ final class ScenarioRun {
                     consumer.setUnitName(id[2]);
                 }
                 consumer.setVipChannelEnabled(false);
+                // The broker's table follows a re-stamped subVersion at the next heartbeat: every
+                // second, not every 30, so that settling waits for rebalance, not for the clock.
+                consumer.setHeartbeatBrokerInterval(1000);
                 consumer.setConsumeThreadMin(1);
                 consumer.setConsumeThreadMax(1);
                 consumer.setMessageModel(MessageModel.valueOf(str(g, "message_model", "CLUSTERING")));
