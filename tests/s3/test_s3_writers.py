@@ -1,5 +1,6 @@
-"""Four processes put into one S3 store at once, and one of them is killed with SIGKILL while it
-keeps putting: every put lands with unique contiguous offsets or fails with the retryable
+"""Four writers put into one S3 store at once, and one of them is killed with SIGKILL while it
+keeps putting (three writers are threads of this process, each with its own MessageStore, so each
+commits on its own; the killed one is a process of its own): every put lands with unique contiguous offsets or fails with the retryable
 ConcurrentCommitError, nothing is lost or duplicated, and the CommitLog and the ConsumeQueue
 agree after the store is reopened. Commits on S3 rely on conditional writes (If-None-Match),
 which moto honours (checked here too)."""
@@ -10,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections import defaultdict
 from pathlib import Path
 
@@ -18,10 +20,10 @@ import pytest
 from rocketfilter.delta.object_store import ObjectStoreConfigError
 from rocketfilter.store import MessageStore
 from tests.s3.conftest import BUCKET
-from tests.s3.writer import BATCH, TOPIC
+from tests.s3.writer import BATCH, TOPIC, put_loop
 
 ROOT = Path(__file__).resolve().parents[2]
-PUTS = 2   # each writer is its own Spark JVM: two puts apiece still race four ways
+PUTS = 2   # two puts apiece still race four ways
 
 
 def _writer(uri: str, writer: int, puts: int) -> subprocess.Popen:
@@ -51,26 +53,30 @@ def test_unsafe_commit_settings_are_refused(spark, s3_uri, monkeypatch):
 def test_four_writers_at_once_and_one_killed_mid_put(spark, s3_uri):
     store = MessageStore.open(s3_uri, spark)
     store.create_topic(TOPIC, read_queue_nums=4, write_queue_nums=4)
-    writers = [_writer(s3_uri, w, PUTS if w < 3 else -1) for w in range(4)]
+    outputs = {w: [] for w in range(4)}
+    killed = _writer(s3_uri, 3, -1)
+    threads = []
     try:
-        outputs = {w: [] for w in range(4)}
-        killed = writers[3]
+        assert json.loads(killed.stdout.readline() or "{}") == {"ready": 3}, "writer 3 did not start"
+        for w in range(3):   # they race writer 3's puts and one another's
+            mine = MessageStore.open(s3_uri, spark, create=False)
+            threads.append(threading.Thread(target=put_loop, args=(mine, w, PUTS, outputs[w].append)))
+            threads[-1].start()
         while not any("landed" in line for line in outputs[3]):   # its first put landed
             line = killed.stdout.readline()
             assert line, "writer 3 exited before its first put"
             outputs[3].append(json.loads(line))
-        for w in range(3):
-            out, _ = writers[w].communicate()
-            assert writers[w].returncode == 0
-            outputs[w] = [json.loads(line) for line in out.splitlines()]
+        for thread in threads:
+            thread.join()
         os.kill(killed.pid, signal.SIGKILL)   # it puts in a loop: almost surely mid-put
         out, _ = killed.communicate()
         outputs[3] += [json.loads(line) for line in out.splitlines()]
     finally:
-        for process in writers:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+        if killed.poll() is None:
+            killed.kill()
+            killed.wait()
+        for thread in threads:
+            thread.join()
 
     acknowledged, in_flight = {}, set()
     for w, lines in outputs.items():

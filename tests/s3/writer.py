@@ -1,4 +1,5 @@
-"""One writer of the concurrent-writers test: ``python -m tests.s3.writer STORE WRITER PUTS``.
+"""One writer of the concurrent-writers test: ``python -m tests.s3.writer STORE WRITER PUTS``
+(the test also runs :func:`put_loop` in threads of its own process).
 
 Puts ``PUTS`` batches (forever when -1) of ``BATCH`` messages into topic ``Race`` of the store,
 each message keyed ``w<writer>-p<put>-m<i>``, and prints one JSON line per put: the assigned
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Callable
 
 TOPIC = "Race"
 BATCH = 8
@@ -25,19 +27,23 @@ def main(argv) -> int:
                       .config("spark.ui.enabled", "false").appName(f"writer-{writer}"), store=uri)
     store = MessageStore.open(uri, spark, create=False)
     print(json.dumps({"ready": writer}), flush=True)
+    put_loop(store, writer, puts, lambda line: print(json.dumps(line), flush=True))
+    spark.stop()
+    return 0
+
+
+def put_loop(store, writer: int, puts: int, emit: Callable[[dict], None]) -> None:
+    """``puts`` puts (forever when -1) into ``store``, each reported to ``emit`` as it ends."""
     put = 0
     while puts < 0 or put < puts:
         messages = [{"topic": TOPIC, "tags": f"w{writer}", "keys": f"w{writer}-p{put}-m{i}",
                      "body": f"{writer}/{put}/{i}"} for i in range(BATCH)]
         try:
             landed = store.put_messages(messages)
-            print(json.dumps({"put": put, "landed": [[r["queue_id"], r["queue_offset"]] for r in landed]}),
-                  flush=True)
+            emit({"put": put, "landed": [[r["queue_id"], r["queue_offset"]] for r in landed]})
         except Exception as error:  # noqa: BLE001 - reported for the test to judge
-            print(json.dumps({"put": put, "error": type(error).__name__, "message": str(error)}), flush=True)
+            emit({"put": put, "error": type(error).__name__, "message": str(error)})
         put += 1
-    spark.stop()
-    return 0
 
 
 if __name__ == "__main__":
