@@ -91,7 +91,7 @@ def _import(tables: StoreTables, scanned, shown=None):
     table.commit(adds, expected_version=version, custom_metadata=state.to_metadata(),
                  operation="WRITE")
 
-    cq, report.cq_units_rebuilt = _with_rebuilt_units(tables, cl, scanned.consumequeue)
+    cq, report.cq_units_rebuilt = _with_rebuilt_units(tables, cl, scanned.consumequeue, report)
     ranges = (cq.groupBy("topic", "queue_id")
               .agg(F.min("queue_offset").alias("lo"), F.max("queue_offset").alias("hi"),
                    F.count(F.lit(1)).alias("n"),
@@ -112,12 +112,15 @@ def _import(tables: StoreTables, scanned, shown=None):
     return report
 
 
-def _with_rebuilt_units(tables: StoreTables, cl, cq):
+def _with_rebuilt_units(tables: StoreTables, cl, cq, report):
     """The imported units plus one rebuilt from each CommitLog record that no unit points to
     although the ConsumeQueue had gone past it (a unit file lost to damage), and how many were
     rebuilt. The CommitLog is the truth: a broker's recovery re-dispatches it the same way.
     Records past every unit are left to the dispatch that follows; records below a queue's
-    first unit (its older files deleted by retention) stay out of the ConsumeQueue."""
+    first unit (its older files deleted by retention) stay out of the ConsumeQueue. Without
+    damage, a record with no unit is one validation counted: none, and there is nothing to look for."""
+    if not report.records_without_unit and not report.damaged_count:
+        return cq, 0
     ends = cq.groupBy("topic", "queue_id").agg(F.min("queue_offset").alias("_lo"))
     dispatched = cq.agg(F.max(F.col("commitlog_offset") + F.col("size"))).first()[0]
     if dispatched is None:
