@@ -113,6 +113,39 @@ def _topics(g: dict) -> list:
     return sorted({t for c in g["consumers"] for t in c["subscriptions"]})
 
 
+class Replayed:
+    """One scenario replayed by rocketfilter, once for the tests that need it: each group's
+    received set (``replay_group``, committing CLUSTERING groups' offsets as their consumers
+    would), and the group offsets as imported and after the replay's commit."""
+
+    def __init__(self, run: Run, store):
+        from rocketfilter.groups.replay import replay_group
+
+        self.received, self.imported_offsets, self.replayed_offsets = {}, {}, {}
+        mine = [k for k in run.committed() if k[0] in {g["name"] for g in run.spec["groups"]}]
+        self.imported_offsets = {k: store.query_consumer_offset(*k) for k in mine}
+        for g in run.spec["groups"]:
+            got = set()
+            for topic in _topics(g):
+                rows = replay_group(store, run.group(g), topic, commit=g["message_model"] == "CLUSTERING")
+                got |= {(r.client_id, r.topic, r.queue_id, r.queue_offset) for r in rows.collect()}
+            self.received[g["name"]] = got
+        self.replayed_offsets = {k: store.query_consumer_offset(*k) for k in mine}
+
+
+@pytest.fixture(scope="session")
+def replayed(broker_runs, imported):
+    """seed -> :class:`Replayed` (once)."""
+    cache = {}
+
+    def get(seed: int) -> Replayed:
+        if seed not in cache:
+            cache[seed] = Replayed(broker_runs[seed], imported(seed))
+        return cache[seed]
+
+    return get
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_group_tables(seed, broker_runs):
     """The group's subscription table: the highest subVersion wins, topic by topic."""
@@ -125,15 +158,10 @@ def test_group_tables(seed, broker_runs):
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_received_sets(seed, broker_runs, imported):
-    from rocketfilter.groups.replay import replay_group
-
-    run, store = broker_runs[seed], imported(seed)
+def test_received_sets(seed, broker_runs, replayed):
+    run = broker_runs[seed]
     for g in run.spec["groups"]:
-        got = set()
-        for topic in _topics(g):
-            got |= {(r.client_id, r.topic, r.queue_id, r.queue_offset)
-                    for r in replay_group(store, run.group(g), topic).collect()}
+        got = replayed(seed).received[g["name"]]
         want = {(d["client_id"], d["topic"], d["queue_id"], d["queue_offset"])
                 for d in run.deliveries if d["group"] == g["name"]}
         assert got == want, f"seed {seed} group {g['name']}: rocketfilter - broker {sorted(got - want)}, " \
@@ -229,22 +257,15 @@ def test_time_queries(seed, broker_runs, imported):
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_committed_offsets(seed, broker_runs, imported):
-    """The broker's committed offsets import as they are, and replaying each group commits the same."""
-    from rocketfilter.groups.replay import replay_group
-
-    run, store = broker_runs[seed], imported(seed)
+def test_committed_offsets(seed, broker_runs, replayed):
+    """The broker's committed offsets import as they are, and replaying each CLUSTERING group
+    commits the same (BROADCASTING clients keep theirs locally)."""
+    run = broker_runs[seed]
     committed = run.committed()
-    groups = {g["name"] for g in run.spec["groups"]}
-    mine = {k: v for k, v in committed.items() if k[0] in groups}
-    for (group, topic, q), offset in mine.items():
-        assert store.query_consumer_offset(group, topic, q) == offset, f"seed {seed}: imported {group} {topic} {q}"
-    for g in run.spec["groups"]:
-        if g["message_model"] != "CLUSTERING":
-            continue
-        for topic in _topics(g):
-            replay_group(store, run.group(g), topic, commit=True)
-            for (group, t, q), offset in mine.items():
-                if group == g["name"] and t == topic:
-                    assert store.query_consumer_offset(group, topic, q) == offset, \
-                        f"seed {seed}: replay commits {group} {topic} queue {q}"
+    replay = replayed(seed)
+    for key, offset in replay.imported_offsets.items():
+        assert offset == committed[key], f"seed {seed}: imported {key}"
+    clustering = {g["name"] for g in run.spec["groups"] if g["message_model"] == "CLUSTERING"}
+    for key, offset in replay.replayed_offsets.items():
+        if key[0] in clustering:
+            assert offset == committed[key], f"seed {seed}: replay commits {key}"
