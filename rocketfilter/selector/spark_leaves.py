@@ -16,7 +16,7 @@ from .. import javalang as J
 from . import ast as A
 from .javacasts import boolean_value_of, integer_value_of
 from .spark_truth import LEAF_LABELS, OTHER, STRING, Key, Native, Truth
-from .spark_values import (NOT_LITERAL, Alt, Pair, all_of, any_of, both_doubles, coerce,
+from .spark_values import (NOT_LITERAL, OBJECT, Alt, Pair, all_of, any_of, both_doubles, coerce,
                            equal_core, guard_of, is_null, lit, not_null, null_bool, only_if,
                            parsed, relation_core)
 
@@ -139,6 +139,10 @@ def relation(op: str, a: Alt, b: Alt) -> Native:
     null; two Strings are both read as doubles; else the coercing comparison."""
     a_nn, b_nn = not_null(a), not_null(b)
     err = any_of(a.error, only_if(a_nn, b.error))
+    if a.kind == OBJECT and a.value is not None:
+        # Java casts x to Comparable as it reads it, before y: a non-null Object throws even
+        # where y is null.
+        return Native(null_bool(), any_of(err, lit(True) if a_nn is None else a_nn), a.error is None)
     if a.value is None or b.value is None:
         return Native(null_bool(), err)
     p = both_doubles(a, b) if a.kind == b.kind == A.STRING else coerce(a, b)

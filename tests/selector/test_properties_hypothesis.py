@@ -280,6 +280,23 @@ def test_object_equals_itself(spark):
     _compare_both_modes(spark, df, cols, texts, selectors, inputs, show=dict)
 
 
+
+# Once a disagreement (found by test_typed_columns_agree_with_evaluator in CI): Java casts `x` to
+# Comparable as it reads it, so a non-null opaque object on the left throws even where `y` is null
+# (then `y` is never read); on the right it throws only where `x` is not null.
+def test_an_object_on_the_left_of_a_comparison_throws_even_against_null(spark):
+    table = pa.table({"row": pa.array([0, 1, 2, 3], pa.int32()),
+                      "a": pa.array([b"", b"x", None, b"y"], pa.binary()),
+                      "n": pa.array([None, 1, 1, None], pa.int32())})
+    df = spark.createDataFrame(table)
+    texts = ["a > b", "a > n", "n > a", "a <= 1", "absent < a"]
+    selectors = [parse(t) for t in texts]
+    cols = [_struct(s.to_columns(None, df.schema), j) for j, s in enumerate(selectors)]
+    from rocketfilter.javalang import Integer
+
+    inputs = [{"a": object()}, {"a": object(), "n": Integer(1)}, {"n": Integer(1)}, {"a": object()}]
+    _compare_both_modes(spark, df, cols, texts, selectors, inputs, show=dict)
+
 # --- the generator itself ---------------------------------------------------------------------
 
 def test_generator_yields_compiling_selectors():
