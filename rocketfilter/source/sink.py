@@ -192,12 +192,11 @@ class RocketMQWriter(StagingWriter, DataSourceArrowWriter):
 def already_put(store: str, storage_options: Optional[dict], app_transaction: Tuple[str, int]) -> bool:
     """Whether the store's CommitLog records ``app_transaction`` (read from its Delta log)."""
     from rocketfilter.config import MessageStoreConfig
-    from rocketfilter.store import schema as S
+    from rocketfilter.store.put import _already_put
     from rocketfilter.store.tables import StoreTables
 
     tables = StoreTables(store, None, MessageStoreConfig(), storage_options=storage_options, create=False)
-    done = tables.table(S.COMMITLOG).transaction_version(app_transaction[0])
-    return done is not None and done >= app_transaction[1]
+    return _already_put(tables, app_transaction)
 
 
 def put_staged(store: str, files: List[str], topic: Optional[str],
