@@ -65,6 +65,7 @@ class _Watcher:
         self.progress, self.tasks, self.total, self.after = progress, tasks, total, after
         self.stages: Dict[object, Tuple[int, int]] = {}
         self.finished = False   # the counted stage is done: the phase moved on
+        self.completed = False  # this watcher brought the count to its total
         self.phase = progress.phase
 
     def report(self) -> None:
@@ -76,7 +77,7 @@ class _Watcher:
                 if self.tasks is not None and self.after is not None:
                     self.progress.update(total, total)
                     self.progress.set_phase(self.after)
-                    self.finished = True
+                    self.finished = self.completed = True
                 else:
                     self.progress.update(total - 1, total)
             else:
@@ -194,8 +195,10 @@ def spark_progress(spark, label: str, *, unit: str = "tasks", total: Optional[in
             progress.close(failed=True)
         raise
     _stop(watcher)
-    if progress.total is not None and (watcher is None or not watcher.finished):
-        progress.update(progress.total)  # skipped stages never complete their tasks
+    if progress.total is not None and (watcher is None or not watcher.completed):
+        # Skipped stages never complete their tasks, and a caller may move on to its next
+        # phase before the poller saw the last task end: the block's success is the count.
+        progress.update(progress.total)
     if display is None:
         progress.close()
 

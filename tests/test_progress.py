@@ -256,6 +256,18 @@ def test_spark_progress_summary_in_the_callers_units(spark):
     assert spark.sparkContext.getLocalProperty("spark.jobGroup.id") is None
 
 
+def test_spark_progress_counts_the_work_done_when_the_caller_moved_on_before_the_tracker_saw_it(spark):
+    # The tracker hears of tasks late (an asynchronous listener bus): here it never does, and
+    # the caller has already moved on to committing when the block ends.
+    clock, out = Clock(), io.StringIO()
+    with spark_progress(spark, "import", unit="files", total=30, tasks=3, phase="reading",
+                        after="writing", stream=out, tty=False, clock=clock, delay=0,
+                        poll_interval=3600) as p:
+        p.set_phase("committing")
+        clock.at(6)
+    assert out.getvalue() == "import: 30 files in 0:06 (5.0 files/s)\n"
+
+
 def test_spark_progress_failure_is_reported_and_raised(spark):
     clock, out = Clock(), io.StringIO()
     with pytest.raises(ZeroDivisionError):
