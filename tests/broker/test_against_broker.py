@@ -121,7 +121,7 @@ class Replayed:
     def __init__(self, run: Run, store):
         from rocketfilter.groups.replay import replay_group
 
-        self.received, self.imported_offsets, self.replayed_offsets = {}, {}, {}
+        self.received = {}
         mine = [k for k in run.committed() if k[0] in {g["name"] for g in run.spec["groups"]}]
         self.imported_offsets = {k: store.query_consumer_offset(*k) for k in mine}
         for g in run.spec["groups"]:
