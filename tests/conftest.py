@@ -9,6 +9,8 @@ once per session. The SQL92 cases are also pytest parameters: a test that asks f
 from __future__ import annotations
 
 import json
+import os
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Dict, Tuple
@@ -16,10 +18,16 @@ from typing import Callable, Dict, Tuple
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.short_jvm import add_short_jvm_options
+
 # No test may depend on wall-clock speed: hypothesis's per-example deadline (200 ms) and its
 # too-slow health check fail on a loaded machine. Tests set their own example counts.
 settings.register_profile("rocketfilter", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("rocketfilter")
+
+# The JVMs the suite starts besides the shared session run C1 only (tests/short_jvm.py says why).
+_SUBMIT_OPTS = os.environ.get("SPARK_SUBMIT_OPTS")   # the shared session's JVM starts with these
+add_short_jvm_options()
 
 CONFORMANCE_DIR = Path(__file__).resolve().parent / "conformance"
 
@@ -145,15 +153,35 @@ def typed_props_fixture() -> Callable[[dict], dict]:
 
 # --- Spark ------------------------------------------------------------------------------------
 
+@contextmanager
+def _submit_opts(value):
+    """``SPARK_SUBMIT_OPTS`` is ``value`` (None: unset) inside the block."""
+    saved = os.environ.pop("SPARK_SUBMIT_OPTS", None)
+    if value is not None:
+        os.environ["SPARK_SUBMIT_OPTS"] = value
+    try:
+        yield
+    finally:
+        os.environ.pop("SPARK_SUBMIT_OPTS", None)
+        if saved is not None:
+            os.environ["SPARK_SUBMIT_OPTS"] = saved
+
+
 @pytest.fixture(scope="session")
 def spark():
     """One local[2] session for the whole suite: 2 shuffle partitions, no UI, no adaptive
     execution, 2g driver."""
+    from pyspark.sql import SparkSession
+
     from rocketfilter.session import get_spark
 
     # With S3 tests collected, hadoop-aws goes on the one session's classpath from the start.
     store = "s3://tests" if _S3_TESTS_COLLECTED else None
-    session = get_spark(app_name="rocketfilter-tests", testing=True, store=store)
+    # The Python workers (so the sink's put processes) get the short-lived JVMs' options.
+    builder = (SparkSession.builder.appName("rocketfilter-tests")
+               .config("spark.executorEnv.SPARK_SUBMIT_OPTS", os.environ["SPARK_SUBMIT_OPTS"]))
+    with _submit_opts(_SUBMIT_OPTS):
+        session = get_spark(builder, testing=True, store=store)
     yield session
     session.stop()
 

@@ -18,6 +18,8 @@ from typing import Dict, List, Optional
 
 import pyspark
 
+from tests.short_jvm import SHORT_JVM_OPTIONS
+
 from .s3_local import free_port
 
 SPARK_HOME = os.path.dirname(pyspark.__file__)
@@ -136,6 +138,7 @@ class Standalone:
             "spark.driver.memory": "1g",
             "spark.executor.memory": self.memory,
             "spark.executor.cores": str(self.cores),
+            "spark.executor.extraJavaOptions": SHORT_JVM_OPTIONS,
             "spark.cores.max": str(self.cores),
             "spark.executorEnv.PYTHONPATH": self.python_path,
             "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
