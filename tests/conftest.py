@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Dict, Tuple
@@ -153,20 +152,6 @@ def typed_props_fixture() -> Callable[[dict], dict]:
 
 # --- Spark ------------------------------------------------------------------------------------
 
-@contextmanager
-def _submit_opts(value):
-    """``SPARK_SUBMIT_OPTS`` is ``value`` (None: unset) inside the block."""
-    saved = os.environ.pop("SPARK_SUBMIT_OPTS", None)
-    if value is not None:
-        os.environ["SPARK_SUBMIT_OPTS"] = value
-    try:
-        yield
-    finally:
-        os.environ.pop("SPARK_SUBMIT_OPTS", None)
-        if saved is not None:
-            os.environ["SPARK_SUBMIT_OPTS"] = saved
-
-
 @pytest.fixture(scope="session")
 def spark():
     """One local[2] session for the whole suite: 2 shuffle partitions, no UI, no adaptive
@@ -180,7 +165,11 @@ def spark():
     # The Python workers (so the sink's put processes) get the short-lived JVMs' options.
     builder = (SparkSession.builder.appName("rocketfilter-tests")
                .config("spark.executorEnv.SPARK_SUBMIT_OPTS", os.environ["SPARK_SUBMIT_OPTS"]))
-    with _submit_opts(_SUBMIT_OPTS):
+    with pytest.MonkeyPatch.context() as env:   # its own JVM starts with the caller's options
+        if _SUBMIT_OPTS is None:
+            env.delenv("SPARK_SUBMIT_OPTS")
+        else:
+            env.setenv("SPARK_SUBMIT_OPTS", _SUBMIT_OPTS)
         session = get_spark(builder, testing=True, store=store)
     yield session
     session.stop()
