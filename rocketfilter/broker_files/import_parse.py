@@ -1,5 +1,5 @@
 """The executor side of a store import: parse commit-log and consume-queue files into Arrow
-batches (``mapInArrow`` functions), one record or unit at a time, reading through ``pyarrow.fs``
+batches (``mapInArrow`` functions), runs of whole records at a time, reading through ``pyarrow.fs``
 so object-store URIs work. Damage becomes rows (``_kind`` 'error'), never exceptions, so a parse
 task never fails.
 
@@ -32,53 +32,70 @@ def _filesystem(path: str):
     return pafs.LocalFileSystem(), os.path.abspath(path)
 
 
+def commitlog_batches(stream, name: str, start: int, size: int, schema: pa.Schema, *,
+                      fast: bool = True) -> Iterator[pa.RecordBatch]:
+    """The parsed rows of one commit-log file (``name``, global offset ``start``, ``size`` bytes)
+    read from ``stream``, as batches of ``schema``: its records, its blank, its damage and one
+    'file' summary row. ``fast``: runs of good records are decoded together
+    (:mod:`.record_columns`); the per-record decoder, the reference, gives the same rows."""
+    from rocketfilter.broker_files.record_columns import scan_commitlog_columns
+    from rocketfilter.broker_files.records import Blank, FileEnd, scan_commitlog
+
+    columns = list(schema.names)
+    rows: Dict[str, list] = {c: [] for c in columns}
+    body_bytes = good = 0
+
+    def add(**values) -> None:
+        for c in columns:
+            rows[c].append(values.get(c))
+
+    def flush() -> pa.RecordBatch:
+        nonlocal rows, body_bytes
+        rows["properties"] = [None if p is None else list(p.items()) for p in rows["properties"]]
+        batch = pa.RecordBatch.from_pydict(rows, schema=schema)
+        rows, body_bytes = {c: [] for c in columns}, 0
+        return batch
+
+    blank = dict(topic="", queue_id=-1, queue_offset=-1, _file=name)
+    items = (scan_commitlog_columns(stream, name, start, size, schema) if fast
+             else scan_commitlog(stream, name, start, size))
+    for item in items:
+        if isinstance(item, tuple):   # (count, batch) of good records
+            if rows["_kind"]:
+                yield flush()
+            good += item[0]
+            yield item[1]
+            continue
+        if isinstance(item, dict):
+            add(**item, _tags_code=item["tags_code"], _kind="record", _file=name,
+                _file_position=item["file_position"])
+            body_bytes += len(item["body"] or b"")
+            good += 1
+        elif isinstance(item, Blank):
+            add(**blank, commitlog_offset=item.commitlog_offset, store_size=item.total_size,
+                _kind="blank", _file_position=item.file_position)
+        elif isinstance(item, FileEnd):  # store_size: the file's good records
+            add(**blank, commitlog_offset=start + item.data_end, store_size=good, _kind="file",
+                _file_position=item.data_end, _reason=item.ends_with)
+        else:
+            add(**blank, commitlog_offset=start + item.byte_offset, store_size=0,
+                _kind="error", _file_position=item.byte_offset, _reason=item.reason)
+        if len(rows["_kind"]) >= _BATCH_ROWS or body_bytes >= _BATCH_BODY_BYTES:
+            yield flush()
+    if rows["_kind"]:
+        yield flush()
+
+
 def _commitlog_rows(tasks: List[List[Tuple[str, str, int, int]]], source: str, schema: pa.Schema):
     """The mapInArrow function parsing the commit-log files of ``tasks[id]`` for each input id,
     into batches of ``schema`` (the importer's parsed commit-log rows)."""
-    columns = list(schema.names)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from rocketfilter.broker_files.records import Blank, FileEnd, scan_commitlog
-
         filesystem, _ = _filesystem(source)
-        rows: Dict[str, list] = {c: [] for c in columns}
-        body_bytes = 0
-
-        def add(**values) -> None:
-            for c in columns:
-                rows[c].append(values.get(c))
-
-        def flush() -> pa.RecordBatch:
-            nonlocal rows, body_bytes
-            rows["properties"] = [None if p is None else list(p.items()) for p in rows["properties"]]
-            batch = pa.RecordBatch.from_pydict(rows, schema=schema)
-            rows, body_bytes = {c: [] for c in columns}, 0
-            return batch
-
         for batch in batches:
             for name, path, start, size in (f for i in batch.column(0).to_pylist() for f in tasks[i]):
-                blank = dict(topic="", queue_id=-1, queue_offset=-1, _file=name)
-                good = 0
                 with filesystem.open_input_stream(path, compression=None, buffer_size=_READ_BUFFER) as stream:
-                    for item in scan_commitlog(stream, name, start, size):
-                        if isinstance(item, dict):
-                            add(**item, _tags_code=item["tags_code"], _kind="record", _file=name,
-                                _file_position=item["file_position"])
-                            body_bytes += len(item["body"] or b"")
-                            good += 1
-                        elif isinstance(item, Blank):
-                            add(**blank, commitlog_offset=item.commitlog_offset, store_size=item.total_size,
-                                _kind="blank", _file_position=item.file_position)
-                        elif isinstance(item, FileEnd):  # store_size: the file's good records
-                            add(**blank, commitlog_offset=start + item.data_end, store_size=good, _kind="file",
-                                _file_position=item.data_end, _reason=item.ends_with)
-                        else:
-                            add(**blank, commitlog_offset=start + item.byte_offset, store_size=0,
-                                _kind="error", _file_position=item.byte_offset, _reason=item.reason)
-                        if len(rows["_kind"]) >= _BATCH_ROWS or body_bytes >= _BATCH_BODY_BYTES:
-                            yield flush()
-        if rows["_kind"]:
-            yield flush()
+                    yield from commitlog_batches(stream, name, start, size, schema)
 
     return run
 

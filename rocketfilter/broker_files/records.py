@@ -200,14 +200,15 @@ def _read_exactly(stream: BinaryIO, n: int) -> bytes:
     return b"".join(chunks)
 
 
-def scan_commitlog(stream: BinaryIO, file: str, file_start_offset: int, file_size: int,
+def scan_commitlog(stream: BinaryIO, file: str, file_start_offset: int, file_size: int, start: int = 0,
                    ) -> Iterator[Union[Record, Blank, FileEnd, StoreFormatError]]:
     """Walk one commit-log file from a binary stream, reading record by record (memory stays
     at one record however large the file). Yields records, the Blank marker, damage as
     StoreFormatError items, and finally a FileEnd. After damage that leaves the record's
     extent known (CRC, PHYSICALOFFSET, decompression) the walk goes on; after a bad magic
-    code, a truncated record or inconsistent lengths it stops, as the broker's recovery does."""
-    pos = 0
+    code, a truncated record or inconsistent lengths it stops, as the broker's recovery does.
+    ``start``: the file position the stream is at (a walk resumed mid-file)."""
+    pos = start
     while True:
         head = _read_exactly(stream, 8)
         if len(head) < 8:
