@@ -27,6 +27,17 @@ def test_a_failing_session_hook_warns_and_the_others_still_run(monkeypatch, capl
     assert "could not set up this session (broken): no Python data sources here" in caplog.text
 
 
+def test_no_hook_runs_while_suspended_and_they_run_again_after(monkeypatch):
+    seen = []
+    monkeypatch.setattr(hooks, "_SESSION_HOOKS", [seen.append])
+    with hooks.session_hooks_suspended():
+        with hooks.session_hooks_suspended():
+            hooks.run_session_hooks("inner")
+        hooks.run_session_hooks("outer")
+    hooks.run_session_hooks("after")
+    assert seen == ["after"]
+
+
 def test_the_source_hook_warns_as_get_spark_always_did(caplog):
     with caplog.at_level(logging.WARNING, logger="rocketfilter.session"):
         rocketfilter._register_source(object())   # not a session: nothing to register with

@@ -37,11 +37,13 @@ def main() -> int:
             raise StoreNotFoundError(f"no rocketfilter store at {request['store']}")
         from pyspark.sql import SparkSession
 
+        from rocketfilter.hooks import session_hooks_suspended
         from rocketfilter.session import get_spark
 
-        spark = get_spark(SparkSession.builder.master("local[2]").appName("rocketfilter-sink")
-                          .config("spark.ui.enabled", "false"), store=request["store"])
-        n = put_files(spark, request)
+        with session_hooks_suspended():   # the put reads parquet: it needs no rocketmq source
+            spark = get_spark(SparkSession.builder.master("local[2]").appName("rocketfilter-sink")
+                              .config("spark.ui.enabled", "false"), store=request["store"])
+            n = put_files(spark, request)
     except Exception as error:  # noqa: BLE001 - reported to the writer, which raises it
         print(json.dumps({"error": type(error).__name__, "message": str(error)}))
         return 2
