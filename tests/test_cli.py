@@ -226,3 +226,28 @@ def test_group_and_maintenance_commands_check_before_spark(argv, says, capsys, m
     code = main(argv)
     err = capsys.readouterr().err
     assert code in (1, 2) and says in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_commands_run_with_the_session_hooks_suspended(monkeypatch):
+    """No command reads through the rocketmq source, so a session a command starts does not
+    register it (Spark's Python data-source lookup would cost 3 to 5 s of every run)."""
+    from rocketfilter import hooks
+
+    seen = []
+    monkeypatch.setattr(hooks, "_SESSION_HOOKS", [seen.append])
+    monkeypatch.setattr(cli, "build_parser", lambda prog: _HookProbe())
+    assert main(["probe"]) == 0
+    assert seen == []
+    hooks.run_session_hooks("after")
+    assert seen == ["after"]
+
+
+class _HookProbe:
+    """A parser whose one command runs the session hooks, as get_spark would."""
+
+    def parse_args(self, argv):
+        from argparse import Namespace
+
+        from rocketfilter import hooks
+
+        return Namespace(command="probe", handler=lambda args, spark: hooks.run_session_hooks("during") or 0)
