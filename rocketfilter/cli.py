@@ -7,7 +7,7 @@ for findings. Arguments, settings, selectors and the store's existence are check
 starts.
 
 A session a command starts does not get the ``rocketmq`` data source (no command reads
-through it; registering it costs 3 to 5 s): :func:`rocketfilter.hooks.session_hooks_suspended`.
+through it; registering it costs 3 to 5 s): :func:`rocketfilter.jobs.common.run_handler`.
 
 Commands are modules: each exposes ``register(subparsers)``, which adds its parser and sets
 ``handler(args, spark=None) -> int`` on it. Adding a command is adding its module to ``COMMANDS``.
@@ -19,8 +19,7 @@ import importlib
 import sys
 from typing import Optional, Sequence
 
-from rocketfilter.hooks import session_hooks_suspended
-from rocketfilter.jobs.common import OneLineArgumentParser, exit_code, guarded
+from rocketfilter.jobs.common import OneLineArgumentParser, exit_code, guarded, run_handler
 
 __all__ = ["main", "build_parser", "guarded", "OneLineArgumentParser", "COMMANDS"]
 
@@ -62,14 +61,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     args.prog = getattr(args, "command_prog", None) or f"{prog} {args.command}"
-    return guarded(args.prog, lambda: _run(args), verbose=getattr(args, "verbose", False))
-
-
-def _run(args: argparse.Namespace) -> int:
-    # No command reads through the rocketmq source, so a session the command starts skips
-    # registering it: that starts Spark's Python data-source lookup, 3 to 5 s of every run.
-    with session_hooks_suspended():
-        return args.handler(args, None)
+    return guarded(args.prog, lambda: run_handler(args), verbose=getattr(args, "verbose", False))
 
 
 if __name__ == "__main__":

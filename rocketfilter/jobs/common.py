@@ -14,6 +14,7 @@ import sys
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
 from rocketfilter.checks import check_max_msg_nums, check_offset, check_queue_id
+from rocketfilter.hooks import session_hooks_suspended
 from rocketfilter.naming import validate_group, validate_topic
 
 DEFAULT_SAMPLE = 1000   # newest messages the selector lint samples for property names and values
@@ -329,7 +330,15 @@ def run_standalone(prog: str, description: str, add_arguments: Callable[[argpars
     except SystemExit as done:
         return exit_code(done)
     args.prog = getattr(args, "command_prog", None) or prog
-    return guarded(args.prog, lambda: args.handler(args, spark), verbose=getattr(args, "verbose", False))
+    return guarded(args.prog, lambda: run_handler(args, spark), verbose=getattr(args, "verbose", False))
+
+
+def run_handler(args: argparse.Namespace, spark=None) -> int:
+    """``args.handler(args, spark)`` with the session hooks suspended: no command reads through
+    the ``rocketmq`` source, and registering it with a session the command starts makes Spark
+    run its Python data-source lookup, 3 to 5 s of every run (bench/cli_latency.py)."""
+    with session_hooks_suspended():
+        return args.handler(args, spark)
 
 
 def first_line(doc: Optional[str]) -> str:
