@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from rocketfilter.broker_files.body_codec import decompress_body
 from rocketfilter.broker_files.records import (MIN_RECORD_SIZE, Blank, FileEnd, Record, StoreFormatError,
-                                               _host_text, _msg_id_prefix, scan_commitlog)
+                                               _host_text, _msg_id_prefix, _read_exactly, scan_commitlog)
 from rocketfilter.message import (MESSAGE_MAGIC_CODE_V1, MESSAGE_MAGIC_CODE_V2, SYSFLAG_BORNHOST_V6,
                                   SYSFLAG_COMPRESSED, SYSFLAG_STOREHOST_V6, NAME_VALUE_SEPARATOR,
                                   PROPERTY_SEPARATOR, record_size, string_to_properties)
@@ -49,17 +49,6 @@ class _Prefixed:
             out, self._prefix = bytes(self._prefix[:n]), self._prefix[n:]
             return out
         return self._stream.read(n)
-
-
-def _read(stream, n: int) -> bytes:
-    chunks, left = [], n
-    while left > 0:
-        chunk = stream.read(left)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
 
 
 def _walk(data: bytes, limit: int) -> Tuple[List[int], int, bool]:
@@ -241,7 +230,7 @@ def scan_commitlog_columns(stream, file: str, file_start_offset: int, file_size:
     chunk_bytes = chunk_bytes or CHUNK_BYTES
     data, position = b"", 0     # data: the file's bytes from ``position`` not yet decoded
     while True:
-        more = _read(stream, chunk_bytes)
+        more = _read_exactly(stream, chunk_bytes)
         data += more
         starts, stop, extendable = _walk(data, file_size - position)
         if starts:
