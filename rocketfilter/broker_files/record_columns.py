@@ -142,7 +142,7 @@ def _decode(data: bytes, starts: List[int], position: int, file_start_offset: in
                 n = len(bodies)
                 break
         bodies.append(stored or None)
-    return n, _batch(f, n, view, bodies, position + s[:n], schema, file)
+    return n, _batch(a, f, n, view, bodies, position + s[:n], schema, file)
 
 
 def _hosts(a: np.ndarray, view: memoryview, at: np.ndarray, length: np.ndarray, port: np.ndarray) -> list:
@@ -151,7 +151,7 @@ def _hosts(a: np.ndarray, view: memoryview, at: np.ndarray, length: np.ndarray, 
     v4 = length == 4
     keys, index = np.unique(_be(a, at[v4], ">i8"), return_inverse=True)
     texts = np.array([_host_text((k >> 32 & 0xFFFFFFFF).to_bytes(4, "big"), (k & 0xFFFFFFFF) - ((k & 0x80000000) << 1))
-                      for k in keys.tolist()] or [""], object)
+                      for k in keys.tolist()], object)
     out[v4] = texts[index]
     for i in np.flatnonzero(~v4).tolist():
         out[i] = _host_text(bytes(view[at[i]:at[i] + 16]), int(port[i]))
@@ -167,13 +167,14 @@ def _properties(texts: List[Optional[str]], map_type: pa.DataType) -> Tuple[pa.A
     keep = pairs.is_valid()
     parents, pairs = pc.list_parent_indices(items).filter(keep), pairs.filter(keep)
     names, values = pairs.field("k"), pairs.field("v")
-    counts = np.bincount(parents.to_numpy(), minlength=len(texts))
     if pa.table({"p": parents, "k": names}).group_by(["p", "k"]).aggregate([]).num_rows < len(names):
         # A key twice in one record keeps its first place and its last value: the dict does that.
         dicts = [{} if t is None else string_to_properties(t) for t in texts]
         counts = [len(d) for d in dicts]
         names = pa.array([k for d in dicts for k in d], pa.string())
         values = pa.array([v for d in dicts for v in d.values()], pa.string())
+    else:
+        counts = np.bincount(parents.to_numpy(), minlength=len(texts))
     offsets = np.zeros(len(texts) + 1, np.int32)
     np.cumsum(counts, out=offsets[1:])
     mapped = pa.MapArray.from_arrays(pa.array(offsets), names, values, type=map_type, mask=strings.is_null())
@@ -188,9 +189,8 @@ def _properties(texts: List[Optional[str]], map_type: pa.DataType) -> Tuple[pa.A
     return mapped, pick("TAGS"), pick("KEYS")
 
 
-def _batch(f: Dict[str, np.ndarray], n: int, view: memoryview, bodies: list, positions: np.ndarray,
-           schema: pa.Schema, file: str) -> pa.RecordBatch:
-    a = np.frombuffer(view, np.uint8)
+def _batch(a: np.ndarray, f: Dict[str, np.ndarray], n: int, view: memoryview, bodies: list,
+           positions: np.ndarray, schema: pa.Schema, file: str) -> pa.RecordBatch:
     g = {k: v[:n] for k, v in f.items()}
     topics: Dict[bytes, str] = {}
     topic = [topics.get(raw) or topics.setdefault(raw, raw.decode("utf-8", "replace"))
@@ -202,7 +202,7 @@ def _batch(f: Dict[str, np.ndarray], n: int, view: memoryview, bodies: list, pos
     tag_codes = [0 if t is None else codes.get(t) or codes.setdefault(t, tags_code(t)) for t in tags]
     store = _hosts(a, view, g["store_at"], g["store_len"], g["store_port"])
     prefixes: Dict[str, str] = {}
-    msg_id = [(prefixes.get(h) or prefixes.setdefault(h, _msg_id_prefix(*_ip_port(view, at, k, port))))
+    msg_id = [(prefixes.get(h) or prefixes.setdefault(h, _msg_id_prefix(bytes(view[at:at + k]), port)))
               + f"{physical & _UNSIGNED:016X}"
               for h, at, k, port, physical in zip(store, g["store_at"].tolist(), g["store_len"].tolist(),
                                                   g["store_port"].tolist(), g["commitlog_offset"].tolist())]
@@ -216,10 +216,6 @@ def _batch(f: Dict[str, np.ndarray], n: int, view: memoryview, bodies: list, pos
         value = columns[field.name] if field.name in columns else g[field.name]
         arrays.append(value if isinstance(value, pa.Array) else pa.array(value, field.type))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-
-def _ip_port(view: memoryview, at: int, length: int, port: int) -> Tuple[bytes, int]:
-    return bytes(view[at:at + length]), port
 
 
 def scan_commitlog_columns(stream, file: str, file_start_offset: int, file_size: int, schema: pa.Schema,
