@@ -252,3 +252,10 @@ def orders_store(spark, tmp_path_factory) -> str:
     store.create_topic("Empty", read_queue_nums=2, write_queue_nums=2)
     store.put_messages(orders_messages())
     return uri
+
+
+def pytest_sessionfinish() -> None:
+    """The sink's warm put servers would idle for two minutes after the suite: stop them."""
+    from rocketfilter.source.put_server import stop_servers
+
+    stop_servers()

@@ -4,8 +4,8 @@
 Spark runs a Python data source's writer in its own Python workers, none of which holds a Spark
 session, and ``put_messages`` is a Spark job. So the write is staged: each task writes its rows
 (Arrow batches, no per-row Python) as one parquet file under the store's ``_sink/`` directory;
-the job's commit then runs ``put_messages`` over those files, in task order, in a short-lived
-local Spark process (:mod:`.sink_put`), and removes them. The put is one CommitLog commit: a
+the job's commit then runs ``put_messages`` over those files, in task order, in a local Spark
+process that later puts reuse until it idles (:mod:`.put_server`), and removes them. The put is one CommitLog commit: a
 refused put (an unknown topic, a queue out of range, a null topic) appends nothing, and its
 PutMessageError is the write's error. The column types are checked before any task runs.
 
@@ -201,25 +201,40 @@ def already_put(store: str, storage_options: Optional[dict], app_transaction: Tu
 
 def put_staged(store: str, files: List[str], topic: Optional[str],
                storage_options: Optional[dict], app_transaction: Optional[Tuple[str, int]] = None) -> dict:
-    """``put_messages`` of the staged ``files`` (in order) in a local Spark process; its
-    PutMessageError (or another error's last lines) raised here. Returns ``{"messages": n}``.
-    With ``app_transaction`` the put is idempotent: one already recorded starts no process."""
+    """``put_messages`` of the staged ``files`` (in order) in a local Spark process (the warm
+    put server of :mod:`.put_server`, or one of its own when ``ROCKETFILTER_SINK_IDLE_SECONDS``
+    is 0); its PutMessageError (or another error's last lines) raised here. Returns
+    ``{"messages": n}``. With ``app_transaction`` the put is idempotent: one already recorded
+    starts no process."""
+    from rocketfilter.source import put_server
     from rocketfilter.store.put_input import PutMessageError
+    from rocketfilter.store.tables import store_exists
 
     if app_transaction is not None and already_put(store, storage_options, app_transaction):
         return {"messages": 0}
+    if not store_exists(store, storage_options):   # before any Spark start
+        raise RuntimeError(f"format rocketmq: the put into {store} failed: no rocketfilter store at {store}")
     request = {"store": store, "files": files, "topic": topic, "storage_options": storage_options,
                "app_transaction": list(app_transaction) if app_transaction else None}
     env = {k: v for k, v in os.environ.items() if k not in _WORKER_ENV}
+    idle = put_server.idle_seconds(env)
+    if idle > 0:
+        answer = put_server.put(request, env, idle)
+    else:
+        answer = _put_in_own_process(store, request, env)
+    if "messages" in answer:
+        return answer
+    if answer.get("error") == "PutMessageError":
+        raise PutMessageError(answer["message"])
+    raise RuntimeError(f"format rocketmq: the put into {store} failed: {answer['message']}")
+
+
+def _put_in_own_process(store: str, request: dict, env: dict) -> dict:
     done = subprocess.run([sys.executable, "-m", "rocketfilter.source.sink_put"], input=json.dumps(request),
                           capture_output=True, text=True, env=env)
     lines = done.stdout.strip().splitlines()
     answer = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else None
-    if done.returncode == 0 and answer is not None and "messages" in answer:
+    if answer is not None and ("messages" in answer or "error" in answer):
         return answer
-    if answer is not None and answer.get("error") == "PutMessageError":
-        raise PutMessageError(answer["message"])
-    if answer is not None:
-        raise RuntimeError(f"format rocketmq: the put into {store} failed: {answer['message']}")
     tail = "\n".join(done.stderr.strip().splitlines()[-8:])
     raise RuntimeError(f"format rocketmq: the put into {store} failed (exit {done.returncode}):\n{tail}")

@@ -1,7 +1,9 @@
 """The put half of the ``rocketmq`` sink (:mod:`.sink`): ``python -m rocketfilter.source.sink_put``
 reads a JSON request on stdin (``store``, staged parquet ``files``, ``topic``,
-``storage_options``, ``app_transaction``: ``[app_id, version]`` or null), runs ``put_messages`` over the files in a local Spark session, and prints
-one JSON line: ``{"messages": n}``, or ``{"error": <class>, "message": ...}`` with exit code 2.
+``storage_options``, ``app_transaction``: ``[app_id, version]`` or null), runs ``put_messages``
+over the files in a local Spark session, and prints one JSON line: ``{"messages": n}``, or
+``{"error": <class>, "message": ...}`` with exit code 2. The put server (:mod:`.put_server`)
+answers the same requests with :func:`answer_request` in a process it keeps warm.
 """
 from __future__ import annotations
 
@@ -27,6 +29,14 @@ def put_files(spark, request: dict) -> int:
     return store.put_messages(df, app_transaction=tuple(txn) if txn else None).count()
 
 
+def answer_request(spark, request: dict) -> dict:
+    """The put's answer: ``{"messages": n}``, or ``{"error": <class>, "message": ...}``."""
+    try:
+        return {"messages": put_files(spark, request)}
+    except Exception as error:  # noqa: BLE001 - reported to the writer, which raises it
+        return {"error": type(error).__name__, "message": str(error)}
+
+
 def main() -> int:
     request = json.loads(sys.stdin.read())
     try:
@@ -43,12 +53,11 @@ def main() -> int:
         with session_hooks_suspended():   # the put reads parquet: it needs no rocketmq source
             spark = get_spark(SparkSession.builder.master("local[2]").appName("rocketfilter-sink")
                               .config("spark.ui.enabled", "false"), store=request["store"])
-            n = put_files(spark, request)
+            answer = answer_request(spark, request)
     except Exception as error:  # noqa: BLE001 - reported to the writer, which raises it
-        print(json.dumps({"error": type(error).__name__, "message": str(error)}))
-        return 2
-    print(json.dumps({"messages": n}))
-    return 0
+        answer = {"error": type(error).__name__, "message": str(error)}
+    print(json.dumps(answer))
+    return 0 if "messages" in answer else 2
 
 
 if __name__ == "__main__":

@@ -6,8 +6,9 @@ streaming sink keys its commits: the CommitLog commit records the Delta app tran
 (``rocketmq-sink-<query id>``, batch id). Spark keeps the query id in the checkpoint, so a
 restarted query that replays a batch whose put had landed (a crash between the sink's commit
 and the checkpoint's) finds it recorded and stores nothing. A new checkpoint is a new query id.
-Options are the batch writer's; the output mode is append. Each micro-batch with rows starts a
-local Spark process for its put (seconds), so a trigger interval of seconds or more suits it.
+Options are the batch writer's; the output mode is append. Each micro-batch with rows is a put
+in the sink's warm local Spark process (:mod:`.put_server`: seconds, once started), so a trigger
+interval of seconds or more, and under its idle time, suits it.
 
 >>> (df.writeStream.format("rocketmq").option("store", "/data/rf").option("topic", "T")
 ...    .option("checkpointLocation", "/data/checkpoints/t").start())   # doctest: +SKIP

@@ -1,8 +1,8 @@
 """``df.write.format("rocketmq")``: rows appended through ``put_messages`` and read back by the
 source; the put's checks and errors, before any task (column types) or from the put itself (a
 queue out of range), with nothing appended; append only; the streaming sink, exactly once across
-a restart. Each save or micro-batch that reaches the put starts a local Spark process
-(rocketfilter.source.sink_put): four here."""
+a restart; the warm put server (rocketfilter.source.put_server) that every put here after the
+first reuses, a killed one replaced, an idle one gone."""
 from __future__ import annotations
 
 import os
@@ -116,3 +116,74 @@ def test_a_streaming_write_stores_each_micro_batch_once_across_restarts(spark, s
     run()
     assert stored() == [(i, f"k{i}") for i in range(5)]
     assert sink_store.table(S.COMMITLOG).transaction_version(f"rocketmq-sink-{query_id}") == 1
+
+
+def _staged(tmp_path, name, keys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / f"{name}.parquet"
+    pq.write_table(pa.table({"keys": keys, "body": [f"b-{k}" for k in keys]}), path)
+    return [str(path)]
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"   # exited, not yet reaped
+    except FileNotFoundError:
+        return True
+
+
+def _wait_until(condition, what: str, limit: float = 600.0) -> None:
+    """Waits on a condition (generously bounded: a loaded machine is slow, not wrong)."""
+    import time
+
+    deadline = time.monotonic() + limit
+    while not condition():
+        assert time.monotonic() < deadline, f"still waiting after {limit:.0f} s: {what}"
+        time.sleep(0.2)
+
+
+def test_puts_share_one_warm_put_server(spark, sink_store, tmp_path):
+    from rocketfilter.source.sink import put_staged
+
+    first = put_staged(sink_store.uri, _staged(tmp_path, "a", ["w0", "w1"]), SINK, None)
+    second = put_staged(sink_store.uri, _staged(tmp_path, "b", ["w2"]), SINK, None)
+    assert (first["messages"], second["messages"]) == (2, 1)
+    assert first["server_pid"] == second["server_pid"]   # the second put started no process
+    keys = {r.keys for r in rocketfilter.read(spark, sink_store.uri, SINK).collect()}
+    assert {"w0", "w1", "w2"} <= keys
+
+
+def test_a_killed_put_server_is_replaced_and_an_idle_one_exits(spark, sink_store, tmp_path, monkeypatch):
+    import signal
+
+    from rocketfilter.source import put_server
+    from rocketfilter.source.sink import put_staged
+
+    before = put_staged(sink_store.uri, _staged(tmp_path, "a", ["x0"]), SINK, None)["server_pid"]
+    os.kill(before, signal.SIGKILL)   # its socket file stays behind
+    _wait_until(lambda: _gone(before), "the killed server to exit")
+    monkeypatch.setenv(put_server.IDLE_ENV, "1")   # the replacement idles out after a second
+    after = put_staged(sink_store.uri, _staged(tmp_path, "b", ["x1"]), SINK, None)
+    assert after["messages"] == 1 and after["server_pid"] != before
+    _wait_until(lambda: _gone(after["server_pid"]), "the idle server to exit")
+    assert not list(put_server._runtime_dir().glob(f"{put_server.server_key(sink_store.uri, dict(os.environ))}.sock"))
+    keys = [r.keys for r in rocketfilter.read(spark, sink_store.uri, SINK).collect()]
+    assert keys.count("x0") == keys.count("x1") == 1
+
+
+@pytest.mark.parametrize("value,expected", [("", 120.0), ("0", 0.0), ("2.5", 2.5)])
+def test_put_server_idle_seconds(value, expected):
+    from rocketfilter.source.put_server import IDLE_ENV, idle_seconds
+
+    assert idle_seconds({IDLE_ENV: value}) == expected
+
+
+@pytest.mark.parametrize("value", ["soon", "-1"])
+def test_a_bad_put_server_idle_time_names_the_variable(value):
+    from rocketfilter.source.put_server import IDLE_ENV, idle_seconds
+
+    with pytest.raises(ValueError, match=f"{IDLE_ENV}={value!r}"):
+        idle_seconds({IDLE_ENV: value})
