@@ -58,6 +58,9 @@ def idle_seconds(env: Optional[Dict[str, str]] = None) -> float:
 def _runtime_dir() -> Path:
     path = Path(tempfile.gettempdir()) / f"rocketfilter-put-{os.getuid()}"
     path.mkdir(mode=0o700, exist_ok=True)
+    info = path.stat()
+    if info.st_uid != os.getuid() or info.st_mode & 0o077:   # its sockets put into any store
+        raise PermissionError(f"{path}: the put servers' directory must be this user's alone (mode 700)")
     return path
 
 
