@@ -108,7 +108,8 @@ def _delivered_to(store, plan: GroupPlan, max_msg_nums: int) -> Optional[DataFra
     queues = pulling_queues(plan)
     if not queues:
         return None
-    deliveries = filter_deliveries(store, plan, flagged_entries(store, plan, queues), max_msg_nums)
+    entries = flagged_entries(store, plan, queues, message_columns=False)
+    deliveries = filter_deliveries(store, plan, entries, max_msg_nums, carry=())
     return deliveries.groupBy("queue_id", "queue_offset").agg(F.collect_set("filter_index").alias("delivered_to"))
 
 

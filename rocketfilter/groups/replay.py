@@ -19,7 +19,7 @@ one per consumer. No Python UDF evaluates a filter: the loop is vectorised numpy
 from __future__ import annotations
 
 import warnings
-from typing import Dict, List, Mapping, Optional, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Union
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -38,16 +38,20 @@ REPLAY_COLUMNS = ("client_id", "topic", "queue_id", "queue_offset", "msg_id", "p
 REPLAY_SCHEMA = ("client_id string, topic string, queue_id int, queue_offset long, msg_id string, pull_number int, "
                  "next_begin_offset long, tags string, keys string, commitlog_offset long, store_timestamp long, "
                  "pull_status string")
-# The message columns the pull loop carries along for the delivered entries.
-_CARRY = ("msg_id", "tags", "keys", "store_timestamp")
+# The CommitLog's columns of a delivered message, and what the pull loop carries along for it.
+MESSAGE_COLUMNS = ("msg_id", "tags", "keys")
+_CARRY = MESSAGE_COLUMNS + ("store_timestamp",)
 
 
 def flagged_entries(store, plan: GroupPlan, queue_ids: List[int],
-                    extra_cl: Optional[Mapping[str, Column]] = None) -> DataFrame:
+                    extra_cl: Optional[Mapping[str, Column]] = None, *,
+                    message_columns: bool = True) -> DataFrame:
     """The ConsumeQueue entries of ``queue_ids`` from the lowest start offset on, left-joined with
     their CommitLog rows (``msg_id``, ``tags``, ``keys``; null when expired), with each filter's
     flags ``cq_<i>`` and ``cl_<i>`` and ``cl_present``. ``extra_cl`` adds Columns computed on the
-    CommitLog rows (null for expired entries)."""
+    CommitLog rows (null for expired entries). ``message_columns=False`` leaves out ``msg_id``,
+    ``tags`` and ``keys``, and the CommitLog altogether when no filter is SQL92 and nothing else
+    is asked of it (the pull loop needs only the ConsumeQueue then)."""
     topic = plan.topic
     lowest = min(plan.starts[q] for q in queue_ids)
     cl_state = store.commitlog_state()
@@ -57,28 +61,31 @@ def flagged_entries(store, plan: GroupPlan, queue_ids: List[int],
                    (F.col("commitlog_offset") >= F.lit(cl_state.min_commitlog_offset)).alias("cl_present"),
                    *[f.consume_queue_column().alias(f"cq_{i}") for i, f in enumerate(plan.filters)])
     sql = {i: f for i, f in enumerate(plan.filters) if is_sql_filter(f)}
+    flags = {f"cl_{i}": F.coalesce(F.col(f"cl_{i}"), F.lit(False)) if i in sql else F.lit(True)
+             for i in range(len(plan.filters))}
+    if not (message_columns or sql or extra_cl):
+        return cq.withColumns(flags) if flags else cq
     cl = (store.commitlog.read(store.spark, where=[("topic", "=", topic)])
-          .select("commitlog_offset", "msg_id", "tags", "keys",
+          .select("commitlog_offset", *(MESSAGE_COLUMNS if message_columns else ()),
                   *[f.commit_log_column().alias(f"cl_{i}") for i, f in sql.items()],
                   *[c.alias(name) for name, c in (extra_cl or {}).items()]))
     joined = cq.join(cl, "commitlog_offset", "left")
-    flags = {f"cl_{i}": F.coalesce(F.col(f"cl_{i}"), F.lit(False)) if i in sql else F.lit(True)
-             for i in range(len(plan.filters))}
     return joined.withColumns(flags) if flags else joined
 
 
 def filter_deliveries(store, plan: GroupPlan, entries: DataFrame, max_msg_nums: int,
-                      output: str = "entries") -> Optional[DataFrame]:
+                      output: str = "entries", carry: Sequence[str] = _CARRY) -> Optional[DataFrame]:
     """The broker's pulls per (filter, queue) that some consumer makes: one row per delivered
-    entry (``filter_index``, the entry, its pull, the carried message columns), or per pull with
-    ``output="pulls"``. None when nobody pulls."""
+    entry (``filter_index``, the entry, its pull, the ``carry`` columns of ``entries``), or per
+    pull with ``output="pulls"``. None when nobody pulls."""
     units = [F.when(F.col("queue_id").isin(plan.pulled_queues(i)),
                     F.struct(F.lit(i).alias("filter_index"), F.col(f"cq_{i}").alias("cq_match"),
                              F.col(f"cl_{i}").alias("cl_match")))
              for i in range(len(plan.filters)) if plan.pulled_queues(i)]
     if not units:
         return None
-    base = ("topic", "queue_id", "queue_offset", "commitlog_offset", "size", "cl_present") + _CARRY
+    carry = tuple(carry) if output == "entries" else ()
+    base = ("topic", "queue_id", "queue_offset", "commitlog_offset", "size", "cl_present") + carry
     per_filter = (entries.select(*base, F.explode(F.array(*units)).alias("u"))
                   .where(F.col("u").isNotNull()).select(*base, "u.*"))
     key = lambda q: (plan.topic, q)  # noqa: E731
@@ -89,7 +96,7 @@ def filter_deliveries(store, plan: GroupPlan, entries: DataFrame, max_msg_nums: 
                          end_offsets={key(q): e for q, e in plan.ends.items()},
                          min_offsets={key(q): lo for q, (lo, hi) in plan.bounds.items()},
                          max_offsets={key(q): hi for q, (lo, hi) in plan.bounds.items()},
-                         output=output, by=("filter_index",), carry=_CARRY if output == "entries" else ())
+                         output=output, by=("filter_index",), carry=carry)
 
 
 def consumer_deliveries(plan: GroupPlan, deliveries: DataFrame) -> DataFrame:
@@ -114,7 +121,15 @@ def group_deliveries(store, plan: GroupPlan, max_msg_nums: int = 32) -> Optional
     queues = pulling_queues(plan)
     if not queues:
         return None
-    deliveries = filter_deliveries(store, plan, flagged_entries(store, plan, queues), max_msg_nums)
+    if any(is_sql_filter(f) for f in plan.filters):   # the loop's input joins the CommitLog anyway
+        deliveries = filter_deliveries(store, plan, flagged_entries(store, plan, queues), max_msg_nums)
+    else:
+        # Tags only: the loop pulls over the ConsumeQueue alone, and only what it delivers meets
+        # the CommitLog (the loop's shuffle and Arrow transfer carry no strings).
+        entries = flagged_entries(store, plan, queues, message_columns=False)
+        deliveries = filter_deliveries(store, plan, entries, max_msg_nums, carry=("store_timestamp",))
+        cl = store.commitlog.read(store.spark, where=[("topic", "=", plan.topic)])
+        deliveries = deliveries.join(cl.select("commitlog_offset", *MESSAGE_COLUMNS), "commitlog_offset", "left")
     return consumer_deliveries(plan, deliveries)
 
 
@@ -132,7 +147,8 @@ def final_offsets(store, plan: GroupPlan, max_msg_nums: int = 32) -> Dict[int, i
     queues = pulling_queues(plan)
     if not queues:
         return {}
-    pulls = filter_deliveries(store, plan, flagged_entries(store, plan, queues), max_msg_nums, output="pulls")
+    pulls = filter_deliveries(store, plan, flagged_entries(store, plan, queues, message_columns=False),
+                              max_msg_nums, output="pulls")
     last = pulls.groupBy("filter_index", "queue_id").agg(
         F.max_by("next_begin_offset", "pull_number").alias("next_begin_offset")).collect()
     by_unit = {(r["filter_index"], r["queue_id"]): r["next_begin_offset"] for r in last}
