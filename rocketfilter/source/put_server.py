@@ -115,10 +115,12 @@ def _ask(path: Path, request: dict) -> dict:
 
 def _start(key: str, store: str, env: Dict[str, str], idle: float) -> None:
     """Start the server for ``key`` and wait until it listens (the caller holds the lock)."""
-    base = _runtime_dir() / key
+    runtime = _runtime_dir()
+    base = runtime / key
     sock = base.with_suffix(".sock")
     if sock.exists():
         sock.unlink()   # a server that died without removing it
+    _prune(runtime, keep=key)
     log = open(base.with_suffix(".log"), "wb")
     proc = subprocess.Popen([sys.executable, "-m", "rocketfilter.source.put_server", str(sock), str(idle), store],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, env=env,
@@ -131,6 +133,17 @@ def _start(key: str, store: str, env: Dict[str, str], idle: float) -> None:
         proc.wait(timeout=_START_TIMEOUT_SECONDS)
         tail = "\n".join(base.with_suffix(".log").read_text(errors="replace").strip().splitlines()[-8:])
         raise RuntimeError(f"the put server did not start (exit {proc.returncode}):\n{tail}")
+
+
+def _prune(runtime: Path, keep: str, age_seconds: float = 86400.0) -> None:
+    """Remove the logs and locks of servers gone for a day (each install or setting has its own)."""
+    cutoff = time.time() - age_seconds
+    for path in [*runtime.glob("*.log"), *runtime.glob("*.lock")]:
+        try:
+            if path.stem != keep and not path.with_suffix(".sock").exists() and path.stat().st_mtime < cutoff:
+                path.unlink()
+        except OSError:
+            pass
 
 
 def put(request: dict, env: Dict[str, str], idle: float) -> dict:
@@ -173,6 +186,10 @@ def serve(path: str, idle: float, store: str) -> int:
     from rocketfilter.session import get_spark
     from rocketfilter.source.sink_put import answer_request
 
+    # The starter reads one line on stdout; everything else, the JVM's output included, goes to
+    # the log (the duplicate is not inherited by the JVM).
+    ready = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
     with session_hooks_suspended():   # puts read parquet: no rocketmq source needed
         spark = get_spark(SparkSession.builder.master("local[2]").appName("rocketfilter-sink")
                           .config("spark.ui.enabled", "false"), store=store)
@@ -180,8 +197,8 @@ def serve(path: str, idle: float, store: str) -> int:
             listener.bind(path)
             listener.listen(16)
             listener.settimeout(idle)
-            print(json.dumps({"ready": os.getpid()}), flush=True)
-            os.dup2(2, 1)   # the starter stops reading stdout: the rest goes to the log
+            ready.write(json.dumps({"ready": os.getpid()}) + "\n")
+            ready.close()
             try:
                 while True:
                     try:

@@ -187,3 +187,17 @@ def test_a_bad_put_server_idle_time_names_the_variable(value):
 
     with pytest.raises(ValueError, match=f"{IDLE_ENV}={value!r}"):
         idle_seconds({IDLE_ENV: value})
+
+
+def test_put_server_files_gone_for_a_day_are_pruned(tmp_path):
+    import time
+
+    from rocketfilter.source.put_server import _prune
+
+    day_old = time.time() - 2 * 86400
+    for name in ("gone.log", "gone.lock", "live.log", "live.sock", "mine.log", "fresh.log"):
+        (tmp_path / name).write_text("")
+        if name != "fresh.log":
+            os.utime(tmp_path / name, (day_old, day_old))
+    _prune(tmp_path, keep="mine")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh.log", "live.log", "live.sock", "mine.log"]
