@@ -15,6 +15,8 @@ table). Then, as Columns over the ConsumeQueue joined with the CommitLog:
 
 Consumers sharing a filter share the pulls, so BROADCASTING costs one pull loop per queue, not
 one per consumer. No Python UDF evaluates a filter: the loop is vectorised numpy per queue.
+When every filter is a tag filter, the loop runs over the ConsumeQueue alone and only the
+delivered entries are joined with the CommitLog, so the loop's shuffle carries no strings.
 """
 from __future__ import annotations
 
