@@ -15,6 +15,7 @@ A ``{"stop": true}`` request ends the server (:func:`stop_servers`).
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -24,7 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, Iterator, Optional
+from typing import Dict, Iterator, Optional, Tuple
 
 IDLE_ENV = "ROCKETFILTER_SINK_IDLE_SECONDS"
 DEFAULT_IDLE_SECONDS = 120.0
@@ -72,12 +73,19 @@ def server_key(store: str, env: Dict[str, str]) -> str:
 
     from rocketfilter.delta.object_store import is_s3
 
-    package = Path(__file__).resolve().parents[1]   # rocketfilter/
-    changed = max(p.stat().st_mtime_ns for p in package.rglob("*.py"))
     # Spark's workers set SPARK_HOME; elsewhere it is pyspark's own (so a driver's put matches).
     spark_home = env.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)
-    parts = [sys.executable, str(package), changed, is_s3(store), spark_home, sorted((k, v) for k, v in env.items() if k.startswith(_KEY_ENV_PREFIXES) and k != IDLE_ENV)]
+    settings = sorted((k, v) for k, v in env.items() if k.startswith(_KEY_ENV_PREFIXES) and k != IDLE_ENV)
+    parts = [sys.executable, *_install(), is_s3(store), spark_home, settings]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=1)
+def _install() -> Tuple[str, int]:
+    """This install's directory and its files' last change (read once per process: a process
+    runs the code it imported, whatever changes later)."""
+    package = Path(__file__).resolve().parents[1]   # rocketfilter/
+    return str(package), max(p.stat().st_mtime_ns for p in package.rglob("*.py"))
 
 
 def _lines(conn: socket.socket) -> Iterator[dict]:
@@ -180,19 +188,15 @@ def stop_servers() -> int:
 def serve(path: str, idle: float, store: str) -> int:
     """Listen on ``path``; answer puts one at a time until ``idle`` seconds pass without one.
     ``store`` is the first put's (an S3 store's session gets hadoop-aws)."""
-    from pyspark.sql import SparkSession
-
     from rocketfilter.hooks import session_hooks_suspended
-    from rocketfilter.session import get_spark
-    from rocketfilter.source.sink_put import answer_request
+    from rocketfilter.source.sink_put import answer_request, local_session
 
     # The starter reads one line on stdout; everything else, the JVM's output included, goes to
     # the log (the duplicate is not inherited by the JVM).
     ready = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
-    with session_hooks_suspended():   # puts read parquet: no rocketmq source needed
-        spark = get_spark(SparkSession.builder.master("local[2]").appName("rocketfilter-sink")
-                          .config("spark.ui.enabled", "false"), store=store)
+    with session_hooks_suspended():
+        spark = local_session(store)
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
             listener.bind(path)
             listener.listen(16)

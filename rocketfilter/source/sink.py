@@ -5,9 +5,9 @@ Spark runs a Python data source's writer in its own Python workers, none of whic
 session, and ``put_messages`` is a Spark job. So the write is staged: each task writes its rows
 (Arrow batches, no per-row Python) as one parquet file under the store's ``_sink/`` directory;
 the job's commit then runs ``put_messages`` over those files, in task order, in a local Spark
-process that later puts reuse until it idles (:mod:`.put_server`), and removes them. The put is one CommitLog commit: a
-refused put (an unknown topic, a queue out of range, a null topic) appends nothing, and its
-PutMessageError is the write's error. The column types are checked before any task runs.
+process that later puts reuse until it idles (:mod:`.put_server`), and removes them. The put is
+one CommitLog commit: a refused put (an unknown topic, a queue out of range, a null topic)
+appends nothing, and its PutMessageError is the write's error. The column types are checked before any task runs.
 
 =============  ===============================================================================
 option         meaning

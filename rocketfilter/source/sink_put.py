@@ -37,6 +37,17 @@ def answer_request(spark, request: dict) -> dict:
         return {"error": type(error).__name__, "message": str(error)}
 
 
+def local_session(store: str):
+    """The put process's local Spark session (hadoop-aws for an S3 ``store``). Call it inside
+    ``session_hooks_suspended()``: the put reads parquet, it needs no rocketmq source."""
+    from pyspark.sql import SparkSession
+
+    from rocketfilter.session import get_spark
+
+    return get_spark(SparkSession.builder.master("local[2]").appName("rocketfilter-sink")
+                     .config("spark.ui.enabled", "false"), store=store)
+
+
 def main() -> int:
     request = json.loads(sys.stdin.read())
     try:
@@ -45,15 +56,10 @@ def main() -> int:
 
         if not store_exists(request["store"], request.get("storage_options")):   # before a Spark start
             raise StoreNotFoundError(f"no rocketfilter store at {request['store']}")
-        from pyspark.sql import SparkSession
-
         from rocketfilter.hooks import session_hooks_suspended
-        from rocketfilter.session import get_spark
 
-        with session_hooks_suspended():   # the put reads parquet: it needs no rocketmq source
-            spark = get_spark(SparkSession.builder.master("local[2]").appName("rocketfilter-sink")
-                              .config("spark.ui.enabled", "false"), store=request["store"])
-            answer = answer_request(spark, request)
+        with session_hooks_suspended():
+            answer = answer_request(local_session(request["store"]), request)
     except Exception as error:  # noqa: BLE001 - reported to the writer, which raises it
         answer = {"error": type(error).__name__, "message": str(error)}
     print(json.dumps(answer))
