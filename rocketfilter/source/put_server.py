@@ -33,6 +33,9 @@ DEFAULT_IDLE_SECONDS = 120.0
 # (the idle time is not: a server keeps its starter's).
 _KEY_ENV_PREFIXES = ("AWS_", "JAVA_", "HADOOP_", "ROCKETFILTER_", "PYSPARK_PYTHON")
 _START_TIMEOUT_SECONDS = 600.0   # a first start may fetch hadoop-aws from Maven Central
+# A new server waits at least this long for its first put, which its starter is about to send
+# (a short idle time must not end it before that on a loaded machine).
+_FIRST_PUT_GRACE_SECONDS = 120.0
 
 
 _STARTED: list = []   # servers this process started, reaped once they exit
@@ -200,7 +203,7 @@ def serve(path: str, idle: float, store: str) -> int:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
             listener.bind(path)
             listener.listen(16)
-            listener.settimeout(idle)
+            listener.settimeout(max(idle, _FIRST_PUT_GRACE_SECONDS))
             ready.write(json.dumps({"ready": os.getpid()}) + "\n")
             ready.close()
             try:
@@ -209,6 +212,7 @@ def serve(path: str, idle: float, store: str) -> int:
                         conn, _ = listener.accept()
                     except socket.timeout:
                         break
+                    listener.settimeout(idle)
                     with conn:
                         conn.settimeout(None)
                         request = next(_lines(conn), None)
