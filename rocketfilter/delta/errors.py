@@ -35,3 +35,11 @@ class TableMissingError(FileNotFoundError):
     def __init__(self, uri: str):
         self.uri = uri
         super().__init__(f"Delta table {uri} is gone: its _delta_log directory no longer exists")
+
+
+class UnreadableDataFile(OSError):
+    """A data file pyarrow cannot decode (corrupted bytes): names the file, unlike pyarrow."""
+
+    def __init__(self, path: str, cause: BaseException):
+        self.path, self.cause = path, cause
+        super().__init__(f"data file {path} cannot be read: {' '.join(str(cause).split())}")

@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 from rocketfilter.pull import bits
 from rocketfilter.pull.filter import PROPERTY_RETRY_TOPIC, RetryFilterError
 from rocketfilter.store import schema as S
+from rocketfilter.delta.errors import UnreadableDataFile
 from rocketfilter.delta.write import filesystem_path
 from rocketfilter.tags import is_tag_type
 
@@ -63,8 +64,20 @@ def read_rows(table, where: Sequence[tuple], columns: List[str], extra: Optional
         return schema.empty_table()
     located = [filesystem_path(f.path) for f in files]
     filters = [(c, "==" if op == "=" else op, v) for c, op, v in where] + ([extra] if extra else [])
-    return pq.read_table([p for _, p in located], filesystem=located[0][0], columns=columns,
-                         filters=filters or None, schema=table.arrow_schema).select(columns).cast(schema)
+    def read(paths):
+        return pq.read_table(paths, filesystem=located[0][0], columns=columns,
+                             filters=filters or None, schema=table.arrow_schema)
+    try:
+        return read([p for _, p in located]).select(columns).cast(schema)
+    except FileNotFoundError:
+        raise   # MessageStore.reading names the lost file
+    except (OSError, pa.ArrowException) as exc:
+        for (_, path), f in zip(located, files):   # pyarrow does not say which file: find it
+            try:
+                read([path])
+            except (OSError, pa.ArrowException) as cause:
+                raise UnreadableDataFile(f.path, cause) from None
+        raise exc
 
 
 def _flags(array) -> np.ndarray:

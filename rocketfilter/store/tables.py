@@ -25,6 +25,7 @@ from rocketfilter.delta import object_store
 from rocketfilter.config import BrokerConfig, MessageStoreConfig
 from rocketfilter.delta.object_store import delta_uri
 from rocketfilter.store import schema as S
+from rocketfilter.delta.errors import UnreadableDataFile
 from rocketfilter.delta.table import DamagedLogError, Table, TableMissingError
 from rocketfilter.delta.write import filesystem_path
 from rocketfilter.store.filter_data import ConsumerFilterManager
@@ -190,15 +191,19 @@ class StoreTables:
 
     @contextmanager
     def reading(self, *names: str):
-        """Run Spark reads of tables ``names`` (default all); when one fails because a data file
-        is gone, raise StoreDamagedError naming it instead of Spark's error. Storage is listed
+        """Run reads (Spark's or pyarrow's) of tables ``names`` (default all); when one fails
+        because a data file is gone, raise StoreDamagedError naming it instead of Spark's error. Storage is listed
         only after such a failure, so the usual read pays nothing."""
         try:
             yield
         except Exception as exc:
             text = str(exc)
-            if any(sign in text for sign in _FILE_GONE):
+            # pyarrow's reads (single pulls) raise FileNotFoundError naming only the path.
+            if isinstance(exc, FileNotFoundError) or any(sign in text for sign in _FILE_GONE):
                 self.check_files(*names)
+            if isinstance(exc, UnreadableDataFile):   # pyarrow's reads
+                raise StoreDamagedError(f"store {self.uri}: {exc}; restore it (or the whole store) "
+                                        "from a copy") from None
             unreadable = _FAILED_READ.search(text)
             if unreadable:
                 cause = _innermost_cause(text)
