@@ -1,13 +1,15 @@
-"""Single-pull latency of ``MessageStore.get_message``, warm, for a TAG and an SQL92 subscription.
+"""Single-pull latency of ``MessageStore.get_message``, warm, for a TAG and an SQL92 subscription,
+with each pull engine side by side: pyarrow on the driver (the default) and Spark.
 
 Uses a store made by ``bench/ingest.py --keep`` (topic ``BenchTopic``, 8 queues), or builds one
-with ``--messages`` messages first. Pulls start at random offsets of random queues; reports p50
-and p95 latency and how many Delta files each pull's two scans read.
+with ``--messages`` messages first. Pulls start at random offsets of random queues (the same ones
+for every engine); reports p50 and p95 latency, how many Delta files each pull's window reads,
+and each p50 against Spark's one-row query floor measured in the same session.
 
-    python bench/pull_latency.py --store /tmp/rf-bench-store [--pulls 50]
+    python bench/pull_latency.py --store /tmp/rf-bench-store [--pulls 50] [--engines arrow,spark]
     python bench/pull_latency.py --messages 1000000
 
-Target: p50 <= 200 ms on local[2], reading only the files that overlap the window.
+Targets: p50 <= 200 ms on local[2], and at most 1.5x the one-row floor (issue 23).
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ def _files_read(store, offset: int, queue_id: int, end: int) -> int:
     return len(store.consumequeue.files(where))
 
 
-def run(store, name: str, message_filter, pulls: int, floor: float, seed: int = 7) -> None:
+def run(store, name: str, message_filter, pulls: int, floor: float, seed: int = 7) -> float:
     rng = random.Random(seed)
     ends = {q: store.get_max_offset_in_queue(TOPIC, q) for q in range(QUEUES)}
     warm = random.Random(seed + 1)
@@ -57,6 +59,7 @@ def run(store, name: str, message_filter, pulls: int, floor: float, seed: int = 
           f"messages/pull: mean {statistics.mean(found):.1f}  Spark jobs/pull: mean "
           f"{statistics.mean(jobs):.2f} max {max(jobs)}  p50/floor {p50 / floor:.1f}  "
           f"p50 target {'met' if p50 <= TARGET_P50 else 'MISSED'}")
+    return p50
 
 
 def main() -> None:
@@ -64,6 +67,8 @@ def main() -> None:
     parser.add_argument("--store")
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--pulls", type=int, default=50)
+    parser.add_argument("--engines", default="arrow,spark",
+                        help="store.pull_engine values to compare (default arrow,spark)")
     args = parser.parse_args()
     root = args.store
     if root is None:
@@ -88,8 +93,16 @@ def main() -> None:
     sql = ExpressionMessageFilter(build_subscription(TOPIC, SQL, "SQL92"), data)
     floor = _query_floor(spark)
     print(f"Spark floor (spark.range(1).toArrow(), p50 of 20): {floor * 1000:.1f} ms")
-    run(store, "TAG", tag, args.pulls, floor)
-    run(store, "SQL92", sql, args.pulls, floor)
+    p50s = {}
+    for engine in args.engines.split(","):
+        store.pull_engine = engine
+        print(f"pull_engine={engine}")
+        for name, message_filter in (("TAG", tag), ("SQL92", sql)):
+            p50s[engine, name] = run(store, name, message_filter, args.pulls, floor)
+    engines = args.engines.split(",")
+    for other in engines[1:]:
+        for name in ("TAG", "SQL92"):
+            print(f"{name}: {other} p50 / {engines[0]} p50 = {p50s[other, name] / p50s[engines[0], name]:.1f}")
 
 
 def _query_floor(spark) -> float:

@@ -46,5 +46,6 @@ def test_scale_runs_at_a_tiny_size(spark, scale, tmp_path, capsys):
     out = capsys.readouterr().out
     for job in ("put, plain", "dispatch, plain", "import of a broker store",
                 "read_consume_queue, bits", "replay_group, 8 consumers", "diagnose_group",
-                "single pull, tail of queue 3, SQL92", "rocketmq source, batch read", "JVM heap peak"):
+                "single pull (arrow), tail of queue 3, SQL92", "single pull (spark), head of queue 3, TAG",
+                "rocketmq source, batch read", "JVM heap peak"):
         assert job in out, job

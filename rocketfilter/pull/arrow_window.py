@@ -42,13 +42,27 @@ ENGINES = ("auto", "arrow", "spark")
 _CQ_COLUMNS = ["queue_offset", "commitlog_offset", "size", "tags_code", "store_timestamp", "filter_bitmap"]
 
 
-def arrow_reads(store) -> bool:
-    """Whether a pull on ``store`` reads with pyarrow: its ``pull_engine`` says so ("arrow"), or
-    it has no Spark session (``pull_engine`` "spark" then fails on the missing session)."""
+def _engine(store) -> str:
     engine = getattr(store, "pull_engine", None) or "auto"
     if engine not in ENGINES:
         raise ValueError(f"pull_engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    return engine
+
+
+def arrow_reads(store) -> bool:
+    """Whether reads that may span much of a queue or log (a trace's slice, a key lookup) use
+    pyarrow: ``pull_engine`` "arrow", or "auto" on a store without a Spark session ("spark" then
+    fails on the missing session)."""
+    engine = _engine(store)
     return engine == "arrow" or (engine == "auto" and getattr(store, "spark", None) is None)
+
+
+def arrow_pulls(store) -> bool:
+    """Whether one ``get_message`` reads with pyarrow: unless ``pull_engine`` is "spark". Its
+    window is bounded (at most one pull's ConsumeQueue units and one batch's CommitLog rows),
+    which pyarrow reads in milliseconds from the files the Delta statistics leave, where even
+    an empty Spark job costs several times that (bench/pull_latency.py measures both)."""
+    return _engine(store) != "spark"
 
 
 def read_rows(table, where: Sequence[tuple], columns: List[str], extra: Optional[tuple] = None,

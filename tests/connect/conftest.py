@@ -33,8 +33,10 @@ MESSAGES_SCHEMA = ("topic string, tags string, keys string, queue_id int, proper
 
 
 def open_store(path, spark, create=True) -> MessageStore:
-    return MessageStore.open(path, spark, MessageStoreConfig(**CONFIG), broker_config=BrokerConfig(**BROKER),
-                             create=create)
+    store = MessageStore.open(path, spark, MessageStoreConfig(**CONFIG), broker_config=BrokerConfig(**BROKER),
+                              create=create)
+    store.pull_engine = "spark"   # single pulls read with pyarrow by default: these hold Spark's reads
+    return store
 
 
 def _fill(store: MessageStore, as_dataframe: bool) -> list:

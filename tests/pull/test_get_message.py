@@ -71,9 +71,9 @@ def read_path(request, monkeypatch):
     rocketfilter.pull.arrow_window without): they must answer alike."""
     from rocketfilter.pull import scan
 
-    if request.param == "pyarrow":
-        monkeypatch.setattr(request.getfixturevalue("store"), "pull_engine", "arrow", raising=False)
-    elif request.param == "no footer statistics":
+    engine = "arrow" if request.param == "pyarrow" else "spark"
+    monkeypatch.setattr(request.getfixturevalue("store"), "pull_engine", engine, raising=False)
+    if request.param == "no footer statistics":
         monkeypatch.setattr(scan.footers, "bounds", lambda *a: None)
     elif request.param == "no body budget":
         monkeypatch.setattr(scan, "BODY_BUDGET_BYTES", 0)
@@ -123,7 +123,8 @@ def test_sql92_pulls_agree_with_the_model(store, read_path, bits_way):
            lambda r: selector.matches(r["properties"]), offsets=[0, 450, 500, 610], max_nums=[32])
 
 
-def test_a_pull_is_one_spark_job_unless_a_found_body_is_missing(store):
+def test_a_pull_is_one_spark_job_unless_a_found_body_is_missing(store, monkeypatch):
+    monkeypatch.setattr(store, "pull_engine", "spark", raising=False)
     plain = store.get_message("g", TOPIC, 0, 0, 32, ExpressionMessageFilter(build_subscription(TOPIC, "TagA || TagC")))
     assert plain.message_count > 0 and plain.spark_jobs == 1
     # "Aa" shares "BB"'s hash: the broker delivers it, but the first read only brings the bodies

@@ -73,6 +73,7 @@ def test_a_missing_commitlog_row_is_named(store):
 
 def test_sql92_bitmaps_keep_commitlog_rows_unread(spark, tmp_path):
     s = MessageStore.open(str(tmp_path / "s"), spark, broker_config=BrokerConfig(enable_calc_filter_bit_map=True))
+    s.pull_engine = "spark"   # this module holds rocketfilter.pull.scan, Spark's reads
     s.create_topic("B", read_queue_nums=1, write_queue_nums=1)
     s.filter_manager.register("B", "G", "a > 1", "SQL92", 1)  # before the messages: they get bitmaps
     s.put_messages([{"topic": "B", "properties": {"a": str(i % 4)}, "body": "b"} for i in range(40)])
