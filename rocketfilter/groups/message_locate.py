@@ -17,12 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
-import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
 from rocketfilter.checks import _is_int, check_queue_id
 from rocketfilter.message import decode_offset_msg_id
-from rocketfilter.delta.write import filesystem_path
+from rocketfilter.pull.arrow_window import read_rows
 
 FOUND, EXPIRED, NOT_FOUND = "FOUND", "EXPIRED", "NOT_FOUND"
 KEY_SEPARATOR = " "          # MessageConst.KEY_SEPARATOR: KEYS holds several keys
@@ -61,13 +60,7 @@ class LocatedMessage:
 def point_read(table, where: Sequence[tuple], columns: List[str]) -> List[dict]:
     """The rows of a store table matching ``where`` (``(column, op, value)`` with ``=``, ``<``,
     ``>=``...), read on the driver from the files and row groups their statistics allow."""
-    files = table.files(where)
-    if not files:
-        return []
-    located = [filesystem_path(f.path) for f in files]
-    rows = pq.read_table([p for _, p in located], filesystem=located[0][0], columns=columns,
-                         filters=[(c, "==" if op == "=" else op, v) for c, op, v in where])
-    return rows.to_pylist()
+    return read_rows(table, where, columns).to_pylist()
 
 
 def _check_lookup(msg_id, key, topic, queue_id, queue_offset) -> str:
@@ -188,8 +181,6 @@ def _arrow_scan(store, column: str, value: str, where: list) -> List[dict]:
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
-
-    from rocketfilter.pull.arrow_window import read_rows
 
     shown = ["topic", "queue_id", "queue_offset", "msg_id"]
     found: List[dict] = []
