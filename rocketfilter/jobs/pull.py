@@ -137,6 +137,8 @@ def run(args: argparse.Namespace, spark=None) -> int:
     if store is None:
         spark = common.start_spark(args, "rocketfilter-pull", spark)
         store = common.open_store(args, spark)
+        if args.engine == "spark":   # the pulls too (by default a pull reads with pyarrow)
+            store.pull_engine = "spark"
 
     from rocketfilter.pull.broker import Broker
     from rocketfilter.pull.client import PullConsumer
