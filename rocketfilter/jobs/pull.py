@@ -15,9 +15,10 @@ the group's offset. The consumer is a real one: its heartbeat registers the subs
 group (SQL92 filter data included), and it leaves the group when the command ends. Each lint
 finding of the selector is a warning line on stderr.
 
-Up to 64 pulls in all (queues times ``--pulls``) are read from the Delta files with pyarrow,
-without starting Spark, unless ``--master``/``--remote`` asks for it (``--engine``, see
-:mod:`rocketfilter.jobs.engine`); the answers are the same.
+The pulls are read from the Delta files with pyarrow, without starting Spark, unless
+``--master``/``--remote`` asks for it or the store needs its ConsumeQueue repaired (``--engine``,
+see :mod:`rocketfilter.jobs.engine`); ``--engine spark`` reads them with Spark. The answers are
+the same.
 
 Prints the delivered messages (queue, offset, msg_id, tags, keys, born and store time), one line
 per pull (status, messages, next_begin_offset), then a total.
@@ -32,8 +33,6 @@ from rocketfilter.jobs import common, engine
 
 NAME = "pull"
 HELP = "pull a topic's queues as a consumer of a group and show what each pull delivers"
-# Pulls (queues x --pulls) that --engine auto reads with pyarrow instead of starting Spark.
-SMALL_PULLS = 64
 _FROM_WHERE = ("CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_TIMESTAMP")
 
 
@@ -132,7 +131,8 @@ def run(args: argparse.Namespace, spark=None) -> int:
         parse_consume_timestamp(args.consume_timestamp, "UTC")  # a bad timestamp: before Spark
     sub = common.subscription(args, args.topic, common.known_properties(tables, args.topic))
     store = None
-    if engine.use_arrow(args, len(queues) * args.pulls <= SMALL_PULLS, spark):
+    # Every pull reads with pyarrow unless --engine spark, so auto starts Spark for none of them.
+    if engine.use_arrow(args, True, spark):
         store = engine.open_store_without_spark(args, force=args.engine == "arrow")
     if store is None:
         spark = common.start_spark(args, "rocketfilter-pull", spark)
