@@ -1,8 +1,9 @@
 """Spark or pyarrow for a small command (``why``, ``pull``): ``--engine auto|arrow|spark``.
 
 A trace reads a few hundred rows, and so does each pull; starting Spark's JVM for them costs
-most of the command's time. With ``auto`` (the default) such work is read from the Delta files with pyarrow
-on the driver (:mod:`rocketfilter.pull.arrow_window`, same answers) when nothing asks for Spark:
+most of the command's time. With ``auto`` (the default) such work is read from the Delta files
+with pyarrow on the driver (:mod:`rocketfilter.pull.arrow_window`, same answers) when nothing
+asks for Spark:
 no ``--master`` / ``--remote`` / ``$SPARK_REMOTE``, no session handed in or already running, not
 under spark-submit, and a store that needs no repair (a ConsumeQueue that lags its CommitLog is
 dispatched by Spark on open). ``spark`` always starts Spark; ``arrow`` never does.

@@ -78,20 +78,24 @@ def read_rows(table, where: Sequence[tuple], columns: List[str], extra: Optional
         return schema.empty_table()
     located = [filesystem_path(f.path) for f in files]
     filters = [(c, "==" if op == "=" else op, v) for c, op, v in where] + ([extra] if extra else [])
+
     def read(paths):
         return pq.read_table(paths, filesystem=located[0][0], columns=columns,
                              filters=filters or None, schema=table.arrow_schema)
+
     try:
         return read([p for _, p in located]).select(columns).cast(schema)
-    except FileNotFoundError:
-        raise   # MessageStore.reading names the lost file
+    except (FileNotFoundError, PermissionError):
+        raise   # they name the path (MessageStore.reading names a lost file as damage)
     except (OSError, pa.ArrowException) as exc:
+        if "AWS Error" in str(exc):
+            raise   # the object store failed, not the file's bytes
         for (_, path), f in zip(located, files):   # pyarrow does not say which file: find it
             try:
                 read([path])
             except (OSError, pa.ArrowException) as cause:
                 raise UnreadableDataFile(f.path, cause) from None
-        raise exc
+        raise
 
 
 def _flags(array) -> np.ndarray:

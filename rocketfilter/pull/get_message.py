@@ -14,9 +14,10 @@ side bounded by the window's commitlog offsets), and the driver joins them on of
 
 By default (``store.pull_engine`` "auto" or "arrow") steps 1, 2 and 4 are parquet reads on the
 driver instead (:mod:`rocketfilter.pull.arrow_window`), with the same answers: one window is at
-most a few hundred rows, which pyarrow read in 23-29 ms on a 1M-message store where one Spark job
-took 200-240 ms (bench/pull_latency.py). ``store.pull_engine = "spark"`` reads them with Spark as above. Bulk
-work (``pull_sequence``, ``replay_group``, ``read_messages``) always runs on Spark.
+most a few hundred rows, which pyarrow read in 23-29 ms on a 1M-message store where one Spark
+job took 200-240 ms (bench/pull_latency.py). ``store.pull_engine = "spark"`` reads them with
+Spark as above. Bulk work (``pull_sequence``, ``replay_group``, ``read_messages``) always runs
+on Spark.
 
 The driver-side window function was measured against running it as a grouped Arrow UDF in the
 plan (0.76 s vs 1.24 s for one pull, under the same load), so single pulls use the driver.

@@ -192,8 +192,9 @@ class StoreTables:
     @contextmanager
     def reading(self, *names: str):
         """Run reads (Spark's or pyarrow's) of tables ``names`` (default all); when one fails
-        because a data file is gone, raise StoreDamagedError naming it instead of Spark's error. Storage is listed
-        only after such a failure, so the usual read pays nothing."""
+        because a data file is gone or cannot be decoded, raise StoreDamagedError naming it
+        instead of the reader's error. Storage is listed only after such a failure, so the usual
+        read pays nothing."""
         try:
             yield
         except Exception as exc:
