@@ -7,7 +7,8 @@ session, and ``put_messages`` is a Spark job. So the write is staged: each task 
 the job's commit then runs ``put_messages`` over those files, in task order, in a local Spark
 process that later puts reuse until it idles (:mod:`.put_server`), and removes them. The put is
 one CommitLog commit: a refused put (an unknown topic, a queue out of range, a null topic)
-appends nothing, and its PutMessageError is the write's error. The column types are checked before any task runs.
+appends nothing, and its PutMessageError is the write's error. The column types are checked
+before any task runs.
 
 =============  ===============================================================================
 option         meaning
