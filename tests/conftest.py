@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Dict, Tuple
@@ -80,13 +81,17 @@ class Conformance:
 conformance = Conformance
 
 
-def rows_by_ansi_mode(spark, df, columns, modes=("true", "false")) -> dict:
-    """``df.select("row", *columns)`` collected under each ANSI mode, ordered by ``row``."""
+def rows_by_ansi_mode(spark, df, columns, modes=("true", "false"), engines=("generated",)) -> dict:
+    """``df.select("row", *columns)`` collected under each ANSI mode and each of Spark's
+    expression ``engines`` (:data:`ENGINES`), ordered by ``row``: ``{(ansi, engine): rows}``.
+    Generated code by default: what bulk jobs run."""
     out = {}
     for mode in modes:
         spark.conf.set("spark.sql.ansi.enabled", mode)
         try:
-            out[mode] = sorted(df.select("row", *columns).collect(), key=lambda r: r.row)
+            for engine in engines:
+                with spark_engine(spark, engine):
+                    out[mode, engine] = sorted(df.select("row", *columns).collect(), key=lambda r: r.row)
         finally:
             spark.conf.unset("spark.sql.ansi.enabled")
     return out
@@ -151,11 +156,34 @@ def typed_props_fixture() -> Callable[[dict], dict]:
 
 
 # --- Spark ------------------------------------------------------------------------------------
+# Spark generates and compiles Java for each new query plan (Janino, then HotSpot's JIT on the
+# other core), which costs far more than the suite's small queries themselves: tests/pull and
+# tests/groups took 257 s with it and 226 s without (440 and 372 CPU-s, one sitting). So the
+# shared session runs Spark's interpreted expressions, as rocketfilter's own Spark pulls do
+# (pull/scan.py SMALL_QUERY_CONF), and the tests that hold the selector's Columns to RocketMQ's
+# answers (rows_by_ansi_mode: the conformance cases, the size and depth limits, the long
+# chains) run on generated code, as bulk jobs do; the conformance cases on both engines. The
+# other JVMs the suite starts (cluster, docs, notebooks, jobs) keep Spark's generated code.
+ENGINES = {"interpreted": {"spark.sql.codegen.factoryMode": "NO_CODEGEN", "spark.sql.codegen.wholeStage": "false"},
+           "generated": {"spark.sql.codegen.factoryMode": "FALLBACK", "spark.sql.codegen.wholeStage": "true"}}
+
+
+@contextmanager
+def spark_engine(spark, engine: str):
+    """Run the enclosed queries on ``engine`` ("interpreted" or "generated"), then restore."""
+    from rocketfilter.spark_mode import restore_conf, set_conf
+
+    previous = set_conf(spark, ENGINES[engine])
+    try:
+        yield
+    finally:
+        restore_conf(spark, previous)
+
 
 @pytest.fixture(scope="session")
 def spark():
     """One local[2] session for the whole suite: 2 shuffle partitions, no UI, no adaptive
-    execution, 2g driver."""
+    execution, 2g driver, interpreted expressions (:data:`ENGINES`)."""
     from pyspark.sql import SparkSession
 
     from rocketfilter.session import get_spark
@@ -165,6 +193,8 @@ def spark():
     # The Python workers (so the sink's put processes) get the short-lived JVMs' options.
     builder = (SparkSession.builder.appName("rocketfilter-tests")
                .config("spark.executorEnv.SPARK_SUBMIT_OPTS", os.environ["SPARK_SUBMIT_OPTS"]))
+    for key, value in ENGINES["interpreted"].items():
+        builder = builder.config(key, value)
     with pytest.MonkeyPatch.context() as env:   # its own JVM starts with the caller's options
         if _SUBMIT_OPTS is None:
             env.delenv("SPARK_SUBMIT_OPTS")

@@ -82,6 +82,7 @@ def test_a_refused_setting_is_skipped_and_the_session_restored(stores, connect_s
     monkeypatch.setattr(scan, "SMALL_QUERY_CONF", {refused: "/elsewhere", **scan.SMALL_QUERY_CONF})
     kept = "spark.sql.files.minPartitionNum"
     message_filter = _filters(stores)["sql92 without"]
+    whole_stage = {s: s.conf.get("spark.sql.codegen.wholeStage") for s in (stores.connect.spark, stores.classic.spark)}
     for session in (stores.connect.spark, stores.classic.spark):
         spark_mode._REFUSED.pop(session, None)
         session.conf.set(kept, "3")
@@ -91,7 +92,7 @@ def test_a_refused_setting_is_skipped_and_the_session_restored(stores, connect_s
         for session in (stores.connect.spark, stores.classic.spark):
             assert spark_mode._REFUSED[session] == {refused}
             assert session.conf.get(kept) == "3"
-            assert session.conf.get("spark.sql.codegen.wholeStage") == "true"  # unset again: the default
+            assert session.conf.get("spark.sql.codegen.wholeStage") == whole_stage[session]  # restored
     finally:
         for session in (stores.connect.spark, stores.classic.spark):
             session.conf.unset(kept)
@@ -99,15 +100,15 @@ def test_a_refused_setting_is_skipped_and_the_session_restored(stores, connect_s
 
 
 def test_set_conf_reads_sets_and_restores_in_both_modes(stores, connect_spark):
-    values = {"spark.sql.files.minPartitionNum": "1", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+    values = {"spark.sql.files.minPartitionNum": "1", "spark.sql.ansi.doubleQuotedIdentifiers": "true"}
     for session in (stores.connect.spark, stores.classic.spark):
         session.conf.set("spark.sql.files.minPartitionNum", "5")
         previous = set_conf(session, values)
-        assert previous == {"spark.sql.files.minPartitionNum": "5", "spark.sql.codegen.factoryMode": None}
+        assert previous == {"spark.sql.files.minPartitionNum": "5", "spark.sql.ansi.doubleQuotedIdentifiers": None}
         assert {k: session.conf.get(k) for k in values} == values
         restore_conf(session, previous)
         assert session.conf.get("spark.sql.files.minPartitionNum") == "5"
-        assert session.conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"  # the default again
+        assert session.conf.get("spark.sql.ansi.doubleQuotedIdentifiers") == "false"  # the default again
         session.conf.unset("spark.sql.files.minPartitionNum")
 
 

@@ -37,12 +37,13 @@ def test_footer_bounds_cover_the_window(store):
 
 
 def test_small_query_conf_restores_the_session(spark):
-    key = "spark.sql.codegen.wholeStage"
-    spark.conf.set(key, "true")
-    with small_query_conf(spark):
-        assert {k: spark.conf.get(k) for k in SMALL_QUERY_CONF} == SMALL_QUERY_CONF
-    assert spark.conf.get(key) == "true"
-    assert spark.conf.get("spark.sql.codegen.factoryMode", None) in (None, "FALLBACK")
+    from ..conftest import spark_engine
+
+    with spark_engine(spark, "generated"):   # the suite's session interprets by default
+        with small_query_conf(spark):
+            assert {k: spark.conf.get(k) for k in SMALL_QUERY_CONF} == SMALL_QUERY_CONF
+        assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"
+        assert spark.conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
 
 
 def test_where_column_mixes_sql_integers_and_column_strings(spark):

@@ -1,4 +1,6 @@
-"""Every compiled conformance case through the Spark compiler, under ANSI mode on and off.
+"""Every compiled conformance case through the Spark compiler, under ANSI mode on and off, on
+Spark's generated code (bulk jobs); under Spark's default ANSI mode also on its interpreted
+expressions (pulls read by Spark: rocketfilter.pull.scan.SMALL_QUERY_CONF).
 
 Cases are evaluated in chunks: one DataFrame row per case and one column per distinct selector
 (cases sharing a selector share its compiled Column), so a chunk is one Spark job; each case
@@ -24,6 +26,9 @@ from ..conftest import conformance, rows_by_ansi_mode
 
 COLUMNS = 120   # distinct selectors per chunk
 ANSI_MODES = ("true", "false")
+# Spark's expression engines per ANSI mode (tests/conftest.py ENGINES). Each run of the cases
+# costs about 30 s of planning: the interpreted one runs under the default mode only.
+ENGINES_BY_MODE = {"true": ("generated", "interpreted"), "false": ("generated",)}
 
 _SPARK_TYPES = {"Integer": T.IntegerType(), "Long": T.LongType(), "Double": T.DoubleType(),
                 "Boolean": T.BooleanType(), "String": T.StringType(), "Object": T.BinaryType()}
@@ -136,7 +141,7 @@ def _typed_chunk(spark, chunk, compiled):
 
 @pytest.fixture(scope="module")
 def results_by_mode(spark):
-    """(decision, raw, error) per input key, under each ANSI mode.
+    """{engine: (decision, raw, error)} per input key, under each ANSI mode.
 
     A worker thread runs each chunk's Spark job (one per mode) while this thread compiles the
     next chunk: a Column does not depend on the ANSI mode it is later analysed under, and only
@@ -146,8 +151,10 @@ def results_by_mode(spark):
     results = {mode: {} for mode in ANSI_MODES}
 
     def run(keys, df, cols, reads):
-        for mode, rows in rows_by_ansi_mode(spark, df, cols, ANSI_MODES).items():
-            results[mode].update({key: tuple(rows[i][name]) for i, (key, name) in enumerate(zip(keys, reads))})
+        for mode in ANSI_MODES:
+            for (_, engine), rows in rows_by_ansi_mode(spark, df, cols, (mode,), ENGINES_BY_MODE[mode]).items():
+                for i, (key, name) in enumerate(zip(keys, reads)):
+                    results[mode].setdefault(key, {})[engine] = tuple(rows[i][name])
 
     with ThreadPoolExecutor(max_workers=1) as worker:
         jobs = []
@@ -163,7 +170,7 @@ def results_by_mode(spark):
 
 @pytest.fixture(scope="module", params=ANSI_MODES, ids=lambda m: f"ansi={m}")
 def spark_results(request, results_by_mode):
-    return results_by_mode[request.param]
+    return request.param, results_by_mode[request.param]
 
 
 def _expect(case, variant):
@@ -177,13 +184,16 @@ def _expect(case, variant):
 
 
 def _check(case, variant, spark_results):
-    decision, raw, error = spark_results[(case["id"], variant)]
+    mode, results = spark_results
+    by_engine = results[(case["id"], variant)]
+    assert sorted(by_engine) == sorted(ENGINES_BY_MODE[mode])
     matched, exp_raw, exp_error = _expect(case, variant)
-    got = (decision, raw, error) if exp_raw is not None or exp_error is not None else (decision,)
-    want = (matched, exp_raw, exp_error) if len(got) == 3 else (matched,)
-    assert got == want, (
-        f"{case['id']} [{variant}] {case['expr']!r} props={case.get('props', case.get('typed_props'))}"
-        f" -> spark (decision, raw, error)={got}, RocketMQ={want}")
+    for engine, (decision, raw, error) in by_engine.items():
+        got = (decision, raw, error) if exp_raw is not None or exp_error is not None else (decision,)
+        want = (matched, exp_raw, exp_error) if len(got) == 3 else (matched,)
+        assert got == want, (
+            f"{case['id']} [{variant}] {case['expr']!r} props={case.get('props', case.get('typed_props'))}"
+            f" -> spark {engine} (decision, raw, error)={got}, RocketMQ={want}")
 
 
 def _ids(filename, pred):

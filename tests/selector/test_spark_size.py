@@ -145,10 +145,10 @@ def _check_against_evaluator(spark, texts: List[str], ansi_modes=("true", "false
     for i, text in enumerate(texts):
         c = parse(text).to_columns("properties")
         columns.append(F.struct(c["matched"], c["raw"], c["error"]).alias(f"c{i}"))
-    for ansi, rows in rows_by_ansi_mode(spark, df, columns, ansi_modes).items():
+    for mode, rows in rows_by_ansi_mode(spark, df, columns, ansi_modes).items():
         for i, text in enumerate(texts):
             for props, row in zip(PROPS, rows):
-                assert tuple(row[f"c{i}"]) == _outcome(text, props), (ansi, text[:80], props)
+                assert tuple(row[f"c{i}"]) == _outcome(text, props), (mode, text[:80], props)
 
 
 DEEPEST: Dict[str, Callable[[int], str]] = {
