@@ -157,12 +157,13 @@ def typed_props_fixture() -> Callable[[dict], dict]:
 
 # --- Spark ------------------------------------------------------------------------------------
 # Spark generates and compiles Java for each new query plan (Janino, then HotSpot's JIT on the
-# other core), which costs far more than the suite's small queries themselves: tests/pull and
-# tests/groups took 257 s with it and 226 s without (440 and 372 CPU-s, one sitting). So the
+# other core), a cost every one of the suite's small queries pays: tests/pull and tests/groups
+# took 257 s with it and 226 s without (440 and 372 CPU-s, one sitting). So the
 # shared session runs Spark's interpreted expressions, as rocketfilter's own Spark pulls do
 # (pull/scan.py SMALL_QUERY_CONF), and the tests that hold the selector's Columns to RocketMQ's
 # answers (rows_by_ansi_mode: the conformance cases, the size and depth limits, the long
-# chains) run on generated code, as bulk jobs do; the conformance cases on both engines. The
+# chains) run on generated code, as bulk jobs do; the conformance cases under Spark's default
+# ANSI mode on both engines. The
 # other JVMs the suite starts (cluster, docs, notebooks, jobs) keep Spark's generated code.
 ENGINES = {"interpreted": {"spark.sql.codegen.factoryMode": "NO_CODEGEN", "spark.sql.codegen.wholeStage": "false"},
            "generated": {"spark.sql.codegen.factoryMode": "FALLBACK", "spark.sql.codegen.wholeStage": "true"}}
