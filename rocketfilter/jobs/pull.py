@@ -132,7 +132,7 @@ def run(args: argparse.Namespace, spark=None) -> int:
     sub = common.subscription(args, args.topic, common.known_properties(tables, args.topic))
     store = None
     # Every pull reads with pyarrow unless --engine spark, so auto starts Spark for none of them.
-    if engine.use_arrow(args, True, spark):
+    if engine.use_arrow(args, spark=spark):
         store = engine.open_store_without_spark(args, force=args.engine == "arrow")
     if store is None:
         spark = common.start_spark(args, "rocketfilter-pull", spark)
