@@ -111,6 +111,39 @@ def test_invalid_utf8_in_topic_and_properties_is_replaced_alike():
     assert table.column("topic").to_pylist()[0] == "\ufffdT"
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_uncompressed_ipv4_runs_are_built_from_buffers_alike(seed, monkeypatch):
+    """A chunk with no compressed body and only IPv4 hosts builds bodies, topics, properties and
+    message ids from the file's bytes in one go; empty bodies and properties are null, a key
+    twice in a record and invalid UTF-8 are still read as the per-record decoder reads them."""
+    rng = random.Random(seed)
+    records, position = [], 0
+    for n in range(300):
+        extra = dict(sys_flag=0, born_host="10.0.0.1:12345", store_host=rng.choice(["192.168.1.10:10911", "10.1.2.3:1"]))
+        if n % 50 == 7:
+            extra.update(body=b"", properties_string="")
+        rec = bytearray(_record(rng, position, n, **extra))
+        if seed == 3 and n == 123:
+            rec[-3] = 0xFF      # inside the properties: invalid UTF-8
+        records.append(bytes(rec))
+        position += len(rec)
+    built = []
+    batch = record_columns._batch
+    monkeypatch.setattr(record_columns, "_batch", lambda *a: built.append(a[4] is None) or batch(*a))
+    table = _assert_same(b"".join(records) + encode_blank(64) + bytes(56))
+    assert built == [True]   # one chunk, its bodies taken from the buffer
+    assert table.column("_kind").to_pylist().count("record") == 300
+    assert table.column("body").to_pylist()[7] is None
+
+
+def test_spans_out_of_order_are_cut_one_by_one():
+    """Spans not in buffer order (never so for decoded records) are still cut right."""
+    import numpy as np
+
+    cut = record_columns._spans(b"abcdef", [(np.array([3, 0]), np.array([2, 2])), (np.array([5, 1]), np.array([1, 0]))])
+    assert [c.to_pylist() for c in cut] == [[b"de", b"ab"], [b"f", b""]]
+
+
 def _damaged(kind: str) -> bytes:
     """Twenty good records with damage of ``kind`` at the eleventh."""
     rng = random.Random(kind)
