@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
+from rocketfilter.spark_mode import default_parallelism
 from rocketfilter.spark_progress import ProgressOption, progress_block
 from rocketfilter.store import schema as S
 from rocketfilter.store.config_files import apply_broker_config, read_broker_config
@@ -84,9 +85,14 @@ def _import(tables: StoreTables, scanned, shown=None):
     promote_configured(tables, frequent_user_properties(cl, top) if top else ())
     table = tables.table(S.COMMITLOG)
     version = table.version()
-    adds = table.write(with_promoted(cl, table.schema)
-                       .repartitionByRange(report_partitions(report), "commitlog_offset")
-                       .sortWithinPartitions("commitlog_offset"))
+    rows = with_promoted(cl, table.schema)
+    # Each parse task's rows are one ascending offset range: written as they are, unless records
+    # were dropped by a join, or there are fewer tasks than cores and files to write (one huge file).
+    wanted = min(default_parallelism(tables.spark), report_partitions(report))
+    if not scanned.in_offset_order or scanned.commitlog_tasks < wanted:
+        rows = (rows.repartitionByRange(report_partitions(report), "commitlog_offset")
+                .sortWithinPartitions("commitlog_offset"))
+    adds = table.write(rows)
     _phase(shown, "committing")   # the CommitLog's commit, then the ConsumeQueue's and the dispatch
     table.commit(adds, expected_version=version, custom_metadata=state.to_metadata(),
                  operation="WRITE")

@@ -102,9 +102,11 @@ class ImportedStore:
 
         self._parsed = self._parse_commitlog(cl, path)
         self._units = self._parse_consumequeue(queues, path)
-        # Cached where the session allows it (Databricks serverless does not: then parsed twice).
+        # Cached where the session allows it (Databricks serverless does not: then parsed twice),
+        # on disk: a task's run of files is 256 MiB or a whole 1 GiB broker file, and building
+        # that in the heap ran a 2 GiB driver out of memory (10M messages, bench/scale.py).
         self._cached = [df for df in (self._parsed, self._units)
-                        if persist and persist_if_allowed(df, StorageLevel.MEMORY_AND_DISK)]
+                        if persist and persist_if_allowed(df, StorageLevel.DISK_ONLY)]
         self._joined = self._check_units()
         self._mismatched: Optional[list] = None   # offsets of records a unit of another queue claims
         self.consumequeue: DataFrame = self._joined.filter(F.col("_problem").isNull()).select(
@@ -150,6 +152,13 @@ class ImportedStore:
         for name, count in reversed(self.topics):
             limit = F.when(topic == name, F.lit(count)).otherwise(limit)
         return (queue_id < 0) | (queue_id >= limit)
+
+    @property
+    def in_offset_order(self) -> bool:
+        """Whether :attr:`commitlog`'s partitions are the parse's: consecutive runs of whole files,
+        each ascending by ``commitlog_offset`` (no shuffle in between). True after
+        :meth:`validate`, unless so many records were excluded that an anti join drops them."""
+        return self._mismatched is not None and len(self._mismatched) <= _ISIN_LIMIT
 
     @property
     def commitlog(self) -> DataFrame:
