@@ -118,7 +118,9 @@ def replay(store, sub, group: str, max_msg_nums: int, start=None, end=None):
     commitlog = store.commitlog.read(spark, where=[("topic", "=", topic)]).select(*COMMITLOG_SCHEMA.fieldNames())
     shared = set(_ENTRY_COLUMNS) | {"size"}
     rest = [c for c in commitlog.columns if c not in shared]
-    delivered = (entries.select(*_ENTRY_COLUMNS)
+    # A merge join: Spark would size the pull loop's output from the ConsumeQueue's compressed
+    # files and may broadcast millions of deliveries (see groups/outcomes.py).
+    delivered = (entries.select(*_ENTRY_COLUMNS).hint("merge")
                  .join(commitlog.select("commitlog_offset", *rest), "commitlog_offset")
                  .select(*_ENTRY_COLUMNS, *rest,
                          F.timestamp_millis("born_timestamp").alias("born_time"),

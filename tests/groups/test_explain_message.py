@@ -258,3 +258,12 @@ def test_bad_input(store):
             explain_message(store, seed_group(), **kwargs)
     with pytest.raises(ValueError, match="no consumer group 'GID_unknown'"):
         explain_message(store, "GID_unknown", topic=SEED, queue_id=0, queue_offset=0)
+
+
+def test_the_pull_loops_deliveries_are_never_broadcast(store):
+    """Spark sizes the pull loop's output from the ConsumeQueue's compressed files, so it would
+    broadcast it even when it holds millions of deliveries (at 10M messages: 736 MiB, out of a
+    2 GiB driver): the outcomes join it by sort-merge whatever its size."""
+    plan = plan_group_pulls(store, seed_group(), SEED)
+    text = message_outcomes(store, plan, 2)._jdf.queryExecution().executedPlan().toString()
+    assert "SortMergeJoin [queue_id" in text and "BroadcastHashJoin [queue_id" not in text, text
