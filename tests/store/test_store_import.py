@@ -76,3 +76,11 @@ def test_import_promotes_each_topics_most_frequent_user_properties(store):
     for r in rows:
         for name, column in promoted.items():
             assert r[column]["value"] == (r["properties"] or {}).get(name)
+
+
+def test_commitlog_files_hold_disjoint_offset_ranges(store):
+    """Written straight from the parse tasks (no range shuffle): each file is one run of the
+    broker's files, so the files' offset ranges do not overlap and pulls prune by them."""
+    ranges = sorted((f.min["commitlog_offset"], f.max["commitlog_offset"]) for f in store.commitlog.files())
+    assert len(ranges) >= 1 and all(f.num_records > 0 for f in store.commitlog.files())
+    assert all(hi < next_lo for (_, hi), (next_lo, _) in zip(ranges, ranges[1:])), ranges
