@@ -163,10 +163,12 @@ def typed_props_fixture() -> Callable[[dict], dict]:
 # (pull/scan.py SMALL_QUERY_CONF), and the tests that hold the selector's Columns to RocketMQ's
 # answers (rows_by_ansi_mode: the conformance cases, the size and depth limits, the long
 # chains) run on generated code, as bulk jobs do; the conformance cases under Spark's default
-# ANSI mode on both engines. The
-# other JVMs the suite starts (cluster, docs, notebooks, jobs) keep Spark's generated code.
-ENGINES = {"interpreted": {"spark.sql.codegen.factoryMode": "NO_CODEGEN", "spark.sql.codegen.wholeStage": "false"},
-           "generated": {"spark.sql.codegen.factoryMode": "FALLBACK", "spark.sql.codegen.wholeStage": "true"}}
+# ANSI mode on both engines. The other JVMs the suite starts (cluster, docs, notebooks, jobs)
+# keep Spark's generated code.
+ENGINES = {
+    "interpreted": {"spark.sql.codegen.factoryMode": "NO_CODEGEN", "spark.sql.codegen.wholeStage": "false"},
+    "generated": {"spark.sql.codegen.factoryMode": "FALLBACK", "spark.sql.codegen.wholeStage": "true"},
+}
 
 
 @contextmanager

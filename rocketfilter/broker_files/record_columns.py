@@ -25,7 +25,8 @@ import pyarrow.compute as pc
 
 from rocketfilter.broker_files.body_codec import decompress_body
 from rocketfilter.broker_files.records import (MIN_RECORD_SIZE, Blank, FileEnd, Record, StoreFormatError,
-                                               _host_text, _msg_id_prefix, _read_exactly, scan_commitlog)
+                                               _decode_text, _host_text, _msg_id_prefix, _read_exactly,
+                                               scan_commitlog)
 from rocketfilter.message import (MESSAGE_MAGIC_CODE_V1, MESSAGE_MAGIC_CODE_V2, SYSFLAG_BORNHOST_V6,
                                   SYSFLAG_COMPRESSED, SYSFLAG_STOREHOST_V6, NAME_VALUE_SEPARATOR,
                                   PROPERTY_SEPARATOR, record_size, string_to_properties)
@@ -186,8 +187,7 @@ def _text(raw: pa.BinaryArray) -> pa.Array:
         strings.validate(full=True)
         return strings
     except pa.ArrowInvalid:
-        return pa.array([None if b is None else b.decode("utf-8", "replace") for b in raw.to_pylist()],
-                        pa.string())
+        return pa.array([None if b is None else _decode_text(b) for b in raw.to_pylist()], pa.string())
 
 
 def _hosts(a: np.ndarray, view: memoryview, at: np.ndarray, length: np.ndarray, port: np.ndarray) -> list:
@@ -263,7 +263,8 @@ def _msg_ids(a: np.ndarray, view: memoryview, g: Dict[str, np.ndarray], store: l
         raw[:, :8] = a[g["store_at"][:, None] + np.arange(8)]
         raw[:, 8:] = g["commitlog_offset"].astype(">i8").view(np.uint8).reshape(n, 8)
         ends = np.arange(0, 32 * (n + 1), 32, dtype=np.int32)
-        return pa.StringArray.from_buffers(n, pa.py_buffer(ends), pa.py_buffer(binascii.hexlify(raw.tobytes()).upper()))
+        hex_digits = binascii.hexlify(raw.tobytes()).upper()
+        return pa.StringArray.from_buffers(n, pa.py_buffer(ends), pa.py_buffer(hex_digits))
     prefixes: Dict[str, str] = {}
     return [(prefixes.get(h) or prefixes.setdefault(h, _msg_id_prefix(bytes(view[at:at + k]), port)))
             + f"{physical & _UNSIGNED:016X}"
@@ -277,8 +278,7 @@ def _batch(a: np.ndarray, f: Dict[str, np.ndarray], n: int, data: bytes, bodies:
     is compressed), null when empty."""
     g = {k: v[:n] for k, v in f.items()}
     view = memoryview(data)
-    raw_body, raw_topic, raw_props = _spans(data, [(g["body_at"], g["body_len"]), (g["topic_at"], g["topic_len"]),
-                                                   (g["props_at"], g["props_len"])])
+    raw_body, raw_topic, raw_props = _spans(data, [(g[f"{k}_at"], g[f"{k}_len"]) for k in ("body", "topic", "props")])
     if bodies is None:
         bodies = _nulls(raw_body, g["body_len"] > 0)
     topic = _text(raw_topic)

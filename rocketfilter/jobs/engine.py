@@ -37,7 +37,8 @@ def spark_wanted(args: argparse.Namespace, spark=None) -> bool:
 
 def use_arrow(args: argparse.Namespace, small: bool = True, spark=None) -> bool:
     """Whether the command reads with pyarrow: ``--engine arrow``, or ``auto`` for ``small``
-    work (pulls always are: each reads one bounded window) that nothing asks Spark for. ValueError for ``--engine arrow`` with --master/--remote."""
+    work (pulls always are: each reads one bounded window) that nothing asks Spark for.
+    ValueError for ``--engine arrow`` with --master/--remote."""
     engine = getattr(args, "engine", "auto") or "auto"
     if engine == "arrow":
         if getattr(args, "master", None) or getattr(args, "remote", None):

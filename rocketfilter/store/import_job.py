@@ -88,9 +88,9 @@ def _import(tables: StoreTables, scanned, shown=None):
     rows = with_promoted(cl, table.schema)
     # Each parse task's rows are one ascending offset range: written as they are, unless records
     # were dropped by a join, or there are fewer tasks than cores and files to write (one huge file).
-    wanted = min(default_parallelism(tables.spark), report_partitions(report))
-    if not scanned.in_offset_order or scanned.commitlog_tasks < wanted:
-        rows = (rows.repartitionByRange(report_partitions(report), "commitlog_offset")
+    files = report_partitions(report)
+    if not scanned.in_offset_order or scanned.commitlog_tasks < min(default_parallelism(tables.spark), files):
+        rows = (rows.repartitionByRange(files, "commitlog_offset")
                 .sortWithinPartitions("commitlog_offset"))
     adds = table.write(rows)
     _phase(shown, "committing")   # the CommitLog's commit, then the ConsumeQueue's and the dispatch
