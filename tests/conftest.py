@@ -18,6 +18,7 @@ from typing import Callable, Dict, Tuple
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.jvm_archive import OPTIONS as ARCHIVE_OPTIONS, build_in_background
 from tests.short_jvm import add_short_jvm_options
 
 # No test may depend on wall-clock speed: hypothesis's per-example deadline (200 ms) and its
@@ -26,8 +27,11 @@ settings.register_profile("rocketfilter", deadline=None, suppress_health_check=[
 settings.load_profile("rocketfilter")
 
 # The JVMs the suite starts besides the shared session run C1 only (tests/short_jvm.py says why).
-_SUBMIT_OPTS = os.environ.get("SPARK_SUBMIT_OPTS")   # the shared session's JVM starts with these
+# The shared session's JVM starts with the caller's options and, as every JVM here, maps Spark's
+# classes from the suite's archive once it is built (tests/jvm_archive.py).
+_SUBMIT_OPTS = " ".join(filter(None, (os.environ.get("SPARK_SUBMIT_OPTS"), ARCHIVE_OPTIONS)))
 add_short_jvm_options()
+build_in_background()
 
 CONFORMANCE_DIR = Path(__file__).resolve().parent / "conformance"
 
@@ -199,10 +203,7 @@ def spark():
     for key, value in ENGINES["interpreted"].items():
         builder = builder.config(key, value)
     with pytest.MonkeyPatch.context() as env:   # its own JVM starts with the caller's options
-        if _SUBMIT_OPTS is None:
-            env.delenv("SPARK_SUBMIT_OPTS")
-        else:
-            env.setenv("SPARK_SUBMIT_OPTS", _SUBMIT_OPTS)
+        env.setenv("SPARK_SUBMIT_OPTS", _SUBMIT_OPTS)
         session = get_spark(builder, testing=True, store=store)
     yield session
     session.stop()

@@ -4,13 +4,16 @@ Those live for one job or one command (the sink's put processes, job and CLI sub
 standalone cluster, Delta's connector), so they run C1 only: most of what C2 would compile does
 not live long enough to pay it back (measured: a 12-row sink put used 23-25 core-s instead of
 37-40). The shared session keeps the full JIT: with C1 only, tests/selector and tests/pull took
-383 s instead of 304 s.
+383 s instead of 304 s. All of them map Spark's classes from the suite's class-data-sharing
+archive (tests/jvm_archive.py).
 """
 from __future__ import annotations
 
 import os
 
-SHORT_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+from tests.jvm_archive import OPTIONS as ARCHIVE_OPTIONS
+
+SHORT_JVM_OPTIONS = " ".join(filter(None, ("-XX:TieredStopAtLevel=1", ARCHIVE_OPTIONS)))
 
 
 def add_short_jvm_options(names=("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS")) -> None:
