@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import lru_cache
 from pathlib import Path
 
 import pyspark
@@ -31,6 +32,7 @@ import pyspark
 _QUIET = "-Xlog:cds=off,cds+dynamic=off"
 
 
+@lru_cache(maxsize=None)   # one `java -version` per process, however often asked
 def _java_version() -> str:
     try:
         done = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=120)
