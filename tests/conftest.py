@@ -202,20 +202,6 @@ def spark_engine(spark, engine: str):
         restore_conf(spark, previous)
 
 
-_AFTER_SHARED_SESSION: list = []
-
-
-def after_shared_session(start: Callable[[], None]) -> None:
-    """Call ``start()`` once the shared session runs (at once if it already does): background
-    work that must not overlap its start (tests/cluster/background.py)."""
-    _AFTER_SHARED_SESSION.append(start)
-    if _SHARED_SESSION_RUNS:
-        start()
-
-
-_SHARED_SESSION_RUNS: list = []
-
-
 @pytest.fixture(scope="session")
 def spark():
     """One local[2] session for the whole suite: 2 shuffle partitions, no UI, no adaptive
@@ -234,9 +220,6 @@ def spark():
     with pytest.MonkeyPatch.context() as env:   # its own JVM starts with the caller's options
         env.setenv("SPARK_SUBMIT_OPTS", _SUBMIT_OPTS)
         session = get_spark(builder, testing=True, store=store)
-    _SHARED_SESSION_RUNS.append(True)
-    for start in _AFTER_SHARED_SESSION:
-        start()
     yield session
     session.stop()
 

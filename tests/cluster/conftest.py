@@ -1,29 +1,41 @@
-"""The cluster test's scenario runs in the background (tests/cluster/background.py): started as
-soon as the suite's shared session runs, its test ordered after every other but the real
-broker's, and stopped with the session if it still runs."""
+"""Fixtures of the cluster tests: a moto S3 server and a Spark standalone cluster, both on
+127.0.0.1, started once for the module and stopped by their PIDs."""
 from __future__ import annotations
+
+import os
+import tarfile
+from pathlib import Path
 
 import pytest
 
-from tests import conftest as shared
+from . import s3_local
+from .standalone import Standalone
 
-from . import background
-
-
-@pytest.hookimpl(trylast=True)   # after -m/-k deselection: start nothing for a test that does not run
-def pytest_collection_modifyitems(config, items) -> None:
-    def is_scenario(item) -> bool:
-        return item.get_closest_marker("cluster") is not None and item.name.startswith("test_import_replay")
-
-    scenario = [item for item in items if is_scenario(item)]
-    if not scenario:
-        return
-    broker = [item for item in items if item.get_closest_marker("broker") and not is_scenario(item)]
-    rest = [item for item in items if not is_scenario(item) and not item.get_closest_marker("broker")]
-    items[:] = rest + scenario + broker
-    if not config.option.collectonly:
-        shared.after_shared_session(background.start)
+ROOT = Path(__file__).resolve().parents[2]
+ARCHIVE = ROOT / "tests" / "data" / "rocketmq_store_sample.tar.xz"
 
 
-def pytest_sessionfinish() -> None:
-    background.stop()
+@pytest.fixture(scope="module")
+def s3_endpoint():
+    pytest.importorskip("moto.server", reason="the S3 tests need pip install -e '.[test]' (moto[server])")
+    with s3_local.moto_server() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory):
+    python_path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    cluster = Standalone(tmp_path_factory.mktemp("standalone"), python_path)
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def broker_store(tmp_path_factory) -> Path:
+    """The real-format sample broker store (tests/data), unpacked."""
+    target = tmp_path_factory.mktemp("broker_store")
+    with tarfile.open(ARCHIVE) as tar:
+        tar.extractall(target, filter="data")
+    return target

@@ -27,10 +27,9 @@ SPARK_HOME = os.path.dirname(pyspark.__file__)
 HANG_GUARD_SECONDS = 900
 
 
-def spark_env(python_path: str, environ: Optional[Dict[str, str]] = None) -> Dict[str, str]:
-    """What the master, the worker, their executors and the drivers run with: ``environ`` (by
-    default this process's environment) with Spark's and Python's variables set."""
-    env = dict(os.environ if environ is None else environ)
+def spark_env(python_path: str) -> Dict[str, str]:
+    """What the master, the worker, their executors and the drivers run with."""
+    env = dict(os.environ)
     env.update({"SPARK_HOME": SPARK_HOME, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_HOSTNAME": "127.0.0.1",
                 "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
                 "PYTHONPATH": python_path})
@@ -59,7 +58,6 @@ class Standalone:
     master_ui_port: int = field(default_factory=free_port)
     worker_ui_port: int = field(default_factory=free_port)
     processes: List[subprocess.Popen] = field(default_factory=list)
-    environ: Optional[Dict[str, str]] = None   # the environment to start from (default: this process's)
 
     @property
     def url(self) -> str:
@@ -73,7 +71,7 @@ class Standalone:
         log = open(self.work_dir / f"{name}.log", "wb")
         # spark-class execs java: the PID is the JVM's.
         process = subprocess.Popen([os.path.join(SPARK_HOME, "bin", "spark-class"), *args],
-                                   env=spark_env(self.python_path, self.environ), stdout=log, stderr=subprocess.STDOUT,
+                                   env=spark_env(self.python_path), stdout=log, stderr=subprocess.STDOUT,
                                    cwd=self.work_dir)
         log.close()
         self.processes.append(process)
