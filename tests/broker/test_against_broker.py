@@ -160,11 +160,9 @@ def answers(request, broker_runs, spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("rf")
     pool = ThreadPoolExecutor(THREADS, thread_name_prefix="broker-answers")
     futures = {seed: pool.submit(Answers, broker_runs[seed], spark, str(root / f"rf-{seed:03d}")) for seed in wanted}
-    pool.shutdown(wait=False)
     yield lambda seed: futures[seed].result()
-    for future in futures.values():
-        future.cancel()
-    pool.shutdown(wait=True)
+    pool.shutdown(wait=True, cancel_futures=True)   # a session that ended early: none left running
+
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_group_tables(seed, broker_runs):
