@@ -69,13 +69,15 @@ def _import(tables: StoreTables, scanned, shown=None):
                          write_queue_nums=max(queue_count, 1))
 
     cl = scanned.commitlog
-    marks = cl.agg(F.min("commitlog_offset").alias("lo"),
-                   F.max(F.col("commitlog_offset") + F.col("store_size")).alias("hi")).first()
-    queue_ends = (cl.groupBy("topic", "queue_id").agg(F.max("queue_offset").alias("last")).collect())
+    # One pass: each queue's end and the log's marks (the log's are its queues' extremes).
+    queue_ends = (cl.groupBy("topic", "queue_id")
+                  .agg(F.max("queue_offset").alias("last"), F.min("commitlog_offset").alias("lo"),
+                       F.max(F.col("commitlog_offset") + F.col("store_size")).alias("hi"))
+                  .collect())
     state = CommitLogState(
         # Past the end-of-file blanks too: the broker's next message goes where its data ends.
-        next_commitlog_offset=max(int(marks["hi"] or 0), int(report.commitlog_end)),
-        min_commitlog_offset=int(marks["lo"] or 0),
+        next_commitlog_offset=max(max((int(r["hi"]) for r in queue_ends), default=0), int(report.commitlog_end)),
+        min_commitlog_offset=min((int(r["lo"]) for r in queue_ends), default=0),
         queues={},
     )
     for r in queue_ends:
