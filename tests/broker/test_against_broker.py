@@ -112,9 +112,10 @@ class Answers:
     would run it): the broker's store imported; each group replayed (committing CLUSTERING
     groups' offsets as their consumers would), with the group offsets as imported and after
     that commit; each group's lost messages (``diagnose_group``); and ``explain_message`` of
-    the sampled messages (:func:`_sample`)."""
+    the sampled messages (:func:`_sample`). ``lost`` and ``traces`` are left empty when no
+    test that reads them runs (``-k received``, say)."""
 
-    def __init__(self, run: Run, spark, path: str):
+    def __init__(self, run: Run, spark, path: str, diagnose: bool = True, explain: bool = True):
         from rocketfilter.config import BrokerConfig, MessageStoreConfig
         from rocketfilter.groups.diagnosis import diagnose_group
         from rocketfilter.groups.explain_message import explain_message
@@ -140,9 +141,10 @@ class Answers:
             self.received[g["name"]] = got
         self.replayed_offsets = {k: store.query_consumer_offset(*k) for k in mine}
 
-        self.lost = {g["name"]: diagnose_group(store, run.group(g)).lost.collect() for g in run.spec["groups"]}
+        self.lost = {g["name"]: diagnose_group(store, run.group(g)).lost.collect()
+                     for g in run.spec["groups"]} if diagnose else {}
         self.traces = {}   # (group, message index) -> (message, its trace)
-        for g in run.spec["groups"]:
+        for g in run.spec["groups"] if explain else ():
             group = run.group(g)
             for m in _sample(run.sent, run.received(g["name"]), run.seed):
                 self.traces[g["name"], m["index"]] = (m, explain_message(store, group, msg_id=m["msg_id"]))
@@ -155,11 +157,15 @@ def answers(request, broker_runs, spark, tmp_path_factory):
     own error in its own tests."""
     from concurrent.futures import ThreadPoolExecutor
 
-    wanted = sorted({item.callspec.params["seed"] for item in request.session.items
-                     if item.path == Path(__file__) and "seed" in getattr(getattr(item, "callspec", None), "params", {})})
+    mine = [item for item in request.session.items if item.path == Path(__file__)
+            and "seed" in getattr(getattr(item, "callspec", None), "params", {})]
+    wanted = sorted({item.callspec.params["seed"] for item in mine})
+    tests = {item.originalname for item in mine}
     root = tmp_path_factory.mktemp("rf")
     pool = ThreadPoolExecutor(THREADS, thread_name_prefix="broker-answers")
-    futures = {seed: pool.submit(Answers, broker_runs[seed], spark, str(root / f"rf-{seed:03d}")) for seed in wanted}
+    futures = {seed: pool.submit(Answers, broker_runs[seed], spark, str(root / f"rf-{seed:03d}"),
+                                 "test_lost_messages" in tests, "test_explain_messages" in tests)
+               for seed in wanted}
     yield lambda seed: futures[seed].result()
     pool.shutdown(wait=True, cancel_futures=True)   # a session that ended early: none left running
 
