@@ -74,9 +74,10 @@ def _import(tables: StoreTables, scanned, shown=None):
                   .agg(F.max("queue_offset").alias("last"), F.min("commitlog_offset").alias("lo"),
                        F.max(F.col("commitlog_offset") + F.col("store_size")).alias("hi"))
                   .collect())
+    data_end = max((int(r["hi"]) for r in queue_ends), default=0)
     state = CommitLogState(
         # Past the end-of-file blanks too: the broker's next message goes where its data ends.
-        next_commitlog_offset=max(max((int(r["hi"]) for r in queue_ends), default=0), int(report.commitlog_end)),
+        next_commitlog_offset=max(data_end, int(report.commitlog_end)),
         min_commitlog_offset=min((int(r["lo"]) for r in queue_ends), default=0),
         queues={},
     )
