@@ -51,13 +51,43 @@ def tag_exact_predicate(sub: Optional[SubscriptionData], tags: ColumnOrName = "t
     return tag.isNotNull() & _isin(tag, sub.tags_set)
 
 
+# Tags up to this many characters hash in one unrolled sum (no loop; Spark generates its code);
+# longer ones, and those with characters outside the BMP, take the loop.
+_UNROLLED_CHARS = 16
+_WEIGHTS = [pow(31, k, 1 << 32) for k in range(_UNROLLED_CHARS)]
+_OUTSIDE_BMP = "[\\x{10000}-\\x{10FFFF}]"
+
+
 def tags_code_column(tags: ColumnOrName = "tags") -> Column:
     """:func:`tags_code` as a Column: Java ``String.hashCode`` over the UTF-16 code units, as a
     signed int in a bigint; 0 for a null or empty tag string. Built-in functions only.
 
     >>> cq = cl.select(tags_code_column("tags").alias("tags_code"))  # doctest: +SKIP
     """
-    units = F.hex(F.encode(_column(tags), "UTF-16BE"))  # 4 hex digits per UTF-16 unit
+    tag = _column(tags)
+    length = F.coalesce(F.length(tag), F.lit(0))
+    ascii_only = F.coalesce(F.octet_length(tag) == F.length(tag), F.lit(True))
+    unrolled = (length <= F.lit(_UNROLLED_CHARS)) & (ascii_only | ~tag.rlike(_OUTSIDE_BMP))
+    code = F.when(unrolled, F.coalesce(_unrolled_hash(tag), F.lit(0).cast("bigint"))) \
+        .otherwise(_looped_hash(tag))
+    return _low_int_column(code)
+
+
+def _unrolled_hash(tag: Column) -> Column:
+    """sum(c[n-1-k] * 31^k): the k-th character from the end by a negative ``substring`` ("" past
+    the start, whose ``ascii`` is 0), each a BMP character, so its code point is its UTF-16 unit.
+    The sum stays below 2^52; the caller keeps its low 32 bits."""
+    terms = [F.ascii(F.substring(tag, -(k + 1), 1)).cast("bigint") * F.lit(w)
+             for k, w in enumerate(_WEIGHTS)]
+    total = terms[0]
+    for term in terms[1:]:
+        total = total + term
+    return total
+
+
+def _looped_hash(tag: Column) -> Column:
+    """The hash by a loop over the UTF-16BE units (any length, any character)."""
+    units = F.hex(F.encode(tag, "UTF-16BE"))  # 4 hex digits per UTF-16 unit
     n = F.length(units) / 4
     code = F.aggregate(
         F.sequence(F.lit(0), (n - 1).cast("int")),
@@ -65,6 +95,4 @@ def tags_code_column(tags: ColumnOrName = "tags") -> Column:
         lambda h, i: (h * 31 + F.conv(F.substring(units, i * 4 + 1, 4), 16, 10).cast("bigint"))
         % F.lit(1 << 32),
     )
-    signed = F.when(code >= F.lit(1 << 31), code - F.lit(1 << 32)).otherwise(code)
-    return F.when(F.coalesce(F.length(_column(tags)), F.lit(0)) == 0, F.lit(0).cast("bigint")) \
-        .otherwise(signed)
+    return F.when(F.coalesce(F.length(tag), F.lit(0)) == 0, F.lit(0).cast("bigint")).otherwise(code)

@@ -21,7 +21,7 @@ from rocketfilter.tags import (
     java_trim,
     tags_code,
 )
-from rocketfilter.tag_columns import tag_code_predicate, tag_exact_predicate
+from rocketfilter.tag_columns import tag_code_predicate, tag_exact_predicate, tags_code_column
 
 HASH_FILE = "hashcode_cases.json"
 
@@ -72,6 +72,34 @@ def test_tag_subscription_case_python(case):
         }
         want = {key: msg[key] for key in got}
         assert got == want, f"{case['id']} tag={tag!r}: got {got}, want {want}"
+
+
+def test_tags_code_column_is_java_hash_code(spark):
+    """The Column's tag code against Java's for every hash case (ASCII, BMP, outside the BMP,
+    up to 40 characters), around the unrolled sum's 16-character edge, and null: one job."""
+    import random
+
+    rng = random.Random(20261128)
+    alphabet = ["a", "Z", "0", "|", " ", "\x00", "\x7f", "\u00e9", "\u4e2d", "\ud7ff", "\ue000", "\uffff",
+                "\U0001f600", "\U0010ffff"]
+    strings = [c["s"] for c in conformance.cases(HASH_FILE, "hash") if not _lone_surrogate(c["s"])]
+    strings += ["x" * n for n in range(14, 19)] + ["\u00e9" * 16, "\u00e9" * 17, "\U0001f600" * 8]
+    strings += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24))) for _ in range(300)]
+    df = spark.createDataFrame([(i, s) for i, s in enumerate(strings)] + [(len(strings), None)],
+                               "i int, tags string")
+    got = {r.i: r.code for r in df.select("i", tags_code_column("tags").alias("code")).collect()}
+    want = {i: tags_code(s) for i, s in enumerate(strings + [None])}
+    assert got == want, [(strings[i] if i < len(strings) else None, got[i], want[i])
+                         for i in want if got[i] != want[i]][:5]
+
+
+def _lone_surrogate(s: str) -> bool:
+    """Strings Spark cannot hold (UTF-8 has no lone surrogates)."""
+    try:
+        s.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
 
 
 @pytest.fixture(scope="module")
