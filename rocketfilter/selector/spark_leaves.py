@@ -30,7 +30,7 @@ def collapse(parts: List[Tuple[Optional[Column], Native]], depth: int) -> Native
     """One Native from per-alternative results: a CASE over the guards."""
     if len(parts) == 1 and parts[0][0] is None:
         guard, only = parts[0]
-        return Native(only.value, only.error(), only.strict, depth)
+        return Native(only.value, only.error(), only.strict, depth, only.null_error)
     value = error = None
     has_error = any(t.error() is not None for _, t in parts)
     for guard, t in parts:
@@ -154,7 +154,12 @@ def relation(op: str, a: Alt, b: Alt) -> Native:
         core = relation_core(op, p, a, b)  # null where an operand is null or unparsable
     both = all_of(a_nn, b_nn)
     value = core if p.strict or both is None else F.when(both, core)
-    return Native(value, any_of(err, only_if(both, p.error)), a.error is None)
+    # Strict, and nothing else throws: where the value is null, an operand is null or the
+    # conversion threw, so the error is "both operands are there".
+    null_error = (both if both is not None else lit(True)) \
+        if err is None and p.strict and p.error is not None else None
+    return Native(value, any_of(err, only_if(both, p.error)), a.error is None,
+                  null_error=null_error)
 
 
 def in_range(op: str, s: Alt, lo: int, hi: int) -> Native:
@@ -168,5 +173,6 @@ def in_range(op: str, s: Alt, lo: int, hi: int) -> Native:
     # lo <= n <= hi  <=>  |2n - (lo + hi)| <= hi - lo; in bigint, so nothing overflows.
     inside = (F.abs(number.cast("bigint") * lit(2, "bigint") - lit(lo + hi, "bigint"))
               <= lit(hi - lo, "bigint"))
-    return Native(inside if op == "AND" else ~inside, only_if(not_null(s), ~valid), True,
-                  s.depth + LEAF_DEPTH)
+    present = not_null(s)
+    return Native(inside if op == "AND" else ~inside, only_if(present, ~valid), True,
+                  s.depth + LEAF_DEPTH, present if present is not None else lit(True))

@@ -120,13 +120,17 @@ class Native(Truth):
     """A native boolean ``value`` plus an optional ``error``, both at most ``depth`` deep.
 
     ``strict`` means the value is null wherever the error is true, so it can stand for
-    ``decides()`` and ``raw()`` as it is.
+    ``decides()`` and ``raw()`` as it is. ``null_error``, for a strict Native, is a cheap
+    Column equal to the error wherever the value is null (a comparison's "the operand is
+    there", where its parse failing is the error): the key and the OR chain then read the
+    value once instead of the value and the error, each of which holds the parse.
     """
 
     def __init__(self, value: Column, error: Optional[Column] = None, strict: bool = True,
-                 depth: int = 1):
+                 depth: int = 1, null_error: Optional[Column] = None):
         self.value, self._error = value, error
         self.strict = strict or error is None
+        self.null_error = null_error if error is not None and self.strict else None
         self.value_depth = depth
         self.depth = depth + (0 if self.strict else 1)
         self.key_depth = depth + 3
@@ -137,7 +141,8 @@ class Native(Truth):
         return self._error is None
 
     def negate(self) -> "Native":
-        return Native(~self.value, self._error, self.strict, self.value_depth + 1)
+        return Native(~self.value, self._error, self.strict, self.value_depth + 1,
+                      self.null_error)
 
     def decides(self) -> Column:
         return self.value if self.strict else self.value & ~self._error
@@ -147,6 +152,10 @@ class Native(Truth):
             base = F.coalesce(self.value.cast("int"), lit(2))  # False 0, True 1, null 2
             if self._error is None:
                 self._key = Key(base, LEAF_LABELS[:3], self.value_depth + 2)
+            elif self.null_error is not None:  # null: an error where null_error holds
+                self._key = Key(F.coalesce(self.value.cast("int"), F.when(
+                    self.null_error, lit(3)).otherwise(lit(2))), LEAF_LABELS[:4],
+                    self.value_depth + 2)
             else:
                 self._key = Key(F.when(self._error, lit(3)).otherwise(base), LEAF_LABELS[:4],
                                 self.value_depth + 3)
@@ -209,6 +218,10 @@ class Chain(Keyed):
         self.flat = op == "AND" or all(isinstance(t, Native) for t in terms[:-1])
         if op == "AND":
             self.depth = max(t.depth for t in terms) + _log_depth(len(terms))
+        elif self.flat and any(_reads_key(t) for t in terms[:-1]):
+            # a coalesce of lookups in keys and CASEs (see decides)
+            self.depth = max([t.key_depth if _reads_key(t) else t.depth + 1 for t in terms[:-1]]
+                             + [terms[-1].depth + 1]) + 1
         elif self.flat:
             self.depth = max(t.depth for t in terms) + 1
         else:
@@ -250,14 +263,35 @@ class Chain(Keyed):
             return balanced([t.decides() for t in self.terms], lambda a, b: a & b)
         if not self.flat:
             return lookup(self.key(), lambda x: x is True)
-        # OR: TRUE iff some term is TRUE and no earlier one threw.
-        out = None
+        # OR: TRUE iff some term is TRUE and no earlier one threw: the first term to stop
+        # the chain decides (a CASE of those read through error and value, then a lookup in
+        # the key of those with a null_error), the last one's decides() if none does.
+        stops, case = [], None
         for t in self.terms[:-1]:
+            if _reads_key(t):
+                if case is not None:
+                    stops, case = stops + [case], None
+                stops.append(lookup(t.key(), _OR_STOP.get))
+                continue
             for cond, result in ((t.error(), False), (t.value, True)):
                 if cond is not None:
-                    out = F.when(cond, lit(result)) if out is None else out.when(cond,
-                                                                                  lit(result))
-        return out.otherwise(self.terms[-1].decides())
+                    case = F.when(cond, lit(result)) if case is None else case.when(cond,
+                                                                                   lit(result))
+        if not stops:
+            return case.otherwise(self.terms[-1].decides())
+        last = self.terms[-1].decides() if case is None else \
+            case.otherwise(self.terms[-1].decides())
+        return F.coalesce(*stops, last)
+
+
+# An OR term's key label -> the chain's answer when the term stops it (TRUE, or FALSE on an
+# error), else null: go on.
+_OR_STOP = {True: True, ERROR: False}
+
+
+def _reads_key(term: Truth) -> bool:
+    """Whether an OR chain reads this term through its key (a Native with a null_error)."""
+    return isinstance(term, Native) and term.null_error is not None
 
 
 def chain(op: str, terms: List[Truth]) -> Truth:

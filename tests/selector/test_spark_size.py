@@ -233,3 +233,17 @@ def test_nesting_too_deep_for_spark_names_the_limit(spark):
                                type=pa.map_(pa.string(), pa.string()))}))
     rows = sorted(df.select("row", _decision(text).alias("m")).collect(), key=lambda r: r.row)
     assert [r.m for r in rows] == [_outcome(text, p)[0] for p in PROPS]
+
+
+@pytest.mark.parametrize("text, parses", [
+    ("a > 5 OR b < 3", {"a": 1, "b": 1}),
+    ("NOT (a > 5) OR b = 'x'", {"a": 1}),
+    ("a BETWEEN 1 AND 4 OR b > 2", {"a": 1, "b": 1}),
+    ("(a > 1 AND c = 'x') OR (a > 2 AND c = 'y') OR b < 2", {"a": 2, "b": 1}),
+])
+def test_an_or_chain_reads_each_comparison_parse_once(spark, text, parses):
+    """A comparison that may throw is read once by an OR chain (through its key), not once for
+    its error and once for its value: each Integer parse (one ``rlike`` guard) appears once per
+    comparison in the decision Column."""
+    decision = str(parse(text).to_column("properties"))
+    assert {n: decision.count(f"rlike(properties['{n}']") for n in parses} == parses, decision
