@@ -86,13 +86,13 @@ def _unrolled_hash(tag: Column) -> Column:
 
 
 def _looped_hash(tag: Column) -> Column:
-    """The hash by a loop over the UTF-16BE units (any length, any character)."""
+    """The hash by a loop over the UTF-16BE units of a non-empty tag (any length, any
+    character; null and "" take the unrolled sum)."""
     units = F.hex(F.encode(tag, "UTF-16BE"))  # 4 hex digits per UTF-16 unit
     n = F.length(units) / 4
-    code = F.aggregate(
+    return F.aggregate(
         F.sequence(F.lit(0), (n - 1).cast("int")),
         F.lit(0).cast("bigint"),
         lambda h, i: (h * 31 + F.conv(F.substring(units, i * 4 + 1, 4), 16, 10).cast("bigint"))
         % F.lit(1 << 32),
     )
-    return F.when(F.coalesce(F.length(tag), F.lit(0)) == 0, F.lit(0).cast("bigint")).otherwise(code)
