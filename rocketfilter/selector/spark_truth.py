@@ -219,9 +219,11 @@ class Chain(Keyed):
         if op == "AND":
             self.depth = max(t.depth for t in terms) + _log_depth(len(terms))
         elif self.flat and any(_reads_key(t) for t in terms[:-1]):
-            # a coalesce of lookups in keys and CASEs (see decides)
+            # a coalesce of lookups in keys and CASEs (see decides): the last term sits in a
+            # CASE only when the term before it is read through its value
+            wrapped = 0 if _reads_key(terms[-2]) else 1
             self.depth = max([t.key_depth if _reads_key(t) else t.depth + 1 for t in terms[:-1]]
-                             + [terms[-1].depth + 1]) + 1
+                             + [terms[-1].depth + wrapped]) + 1
         elif self.flat:
             self.depth = max(t.depth for t in terms) + 1
         else:
