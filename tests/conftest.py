@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.jvm_archive import OPTIONS as ARCHIVE_OPTIONS, build_in_background
-from tests.short_jvm import add_short_jvm_options
+from tests.short_jvm import add_short_jvm_options, gc_options
 
 # No test may depend on wall-clock speed: hypothesis's per-example deadline (200 ms) and its
 # too-slow health check fail on a loaded machine. Tests set their own example counts.
@@ -27,9 +27,11 @@ settings.register_profile("rocketfilter", deadline=None, suppress_health_check=[
 settings.load_profile("rocketfilter")
 
 # The JVMs the suite starts besides the shared session run C1 only (tests/short_jvm.py says why).
-# The shared session's JVM starts with the caller's options and, as every JVM here, maps Spark's
-# classes from the suite's archive once it is built (tests/jvm_archive.py).
-_SUBMIT_OPTS = " ".join(filter(None, (os.environ.get("SPARK_SUBMIT_OPTS"), ARCHIVE_OPTIONS)))
+# The shared session's JVM starts with the caller's options and, as every JVM here, collects with
+# the parallel collector and maps Spark's classes from the suite's archive once it is built
+# (tests/jvm_archive.py).
+_CALLER_OPTS = os.environ.get("SPARK_SUBMIT_OPTS", "")
+_SUBMIT_OPTS = " ".join(filter(None, (_CALLER_OPTS, gc_options(_CALLER_OPTS), ARCHIVE_OPTIONS)))
 add_short_jvm_options()
 build_in_background()
 
