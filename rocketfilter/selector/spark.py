@@ -24,6 +24,8 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from rocketfilter.py4j_calls import cache_jvm_lookups
+
 from . import ast as A
 from .javacasts import boolean_value_of, double_value_of, integer_value_of, long_value_of
 from .spark_leaves import (NOT_CONSTANT, constant_label, equal_values, in_range, lift1, lift2,
@@ -37,6 +39,9 @@ from .spark_values import (MEMO, NULL, NUMERIC, OBJECT, OPAQUE_TYPES, SPARK_TYPE
 # Long AND/OR chains and NOT add no depth here (see spark_truth); AND inside OR inside AND...
 # and `=` over booleans add one or two levels each.
 SPARK_DEPTH_LIMIT = 200
+# A selector's Columns are hundreds of pyspark function calls: half their py4j traffic was looking
+# up the same JVM methods again.
+cache_jvm_lookups()
 
 Compiled = Union[Truth, List[Alt]]
 Task = Tuple[A.Node, bool]  # a node and whether it is negated

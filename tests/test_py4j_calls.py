@@ -1,0 +1,52 @@
+"""rocketfilter.py4j_calls: pyspark's JVM lookups are cached per JVM, and Columns built through
+the cache answer as before."""
+from __future__ import annotations
+
+from pyspark.sql import functions as F
+
+from rocketfilter import py4j_calls
+
+
+def _commands(spark, monkeypatch, build):
+    client = spark.sparkContext._gateway._gateway_client
+    sent = []
+    original = type(client).send_command
+
+    def counting(self, command, *args, **kwargs):
+        sent.append(command.split("\n", 1)[0])
+        return original(self, command, *args, **kwargs)
+
+    monkeypatch.setattr(type(client), "send_command", counting)
+    try:
+        build()
+    finally:
+        monkeypatch.setattr(type(client), "send_command", original)
+    return sent
+
+
+def test_lookups_are_cached_and_columns_answer_the_same(spark, monkeypatch):
+    assert py4j_calls.cache_jvm_lookups(), "this pyspark's helpers changed: the cache is not installed"
+    monkeypatch.setattr(py4j_calls, "_MEMBERS", type(py4j_calls._MEMBERS)())
+
+    def build():
+        return F.coalesce(F.when(F.col("a") > 1, F.lit("big")), F.lit("small"))
+
+    first = _commands(spark, monkeypatch, build)
+    again = _commands(spark, monkeypatch, build)
+    # the first build also looked up when, col, lit, coalesce and PythonUtils.toSeq ("r": reflection)
+    assert again.count("r") == 0 < first.count("r")
+    assert len(again) < len(first)
+    df = spark.createDataFrame([(0,), (2,), (None,)], "a int")
+    assert [r[0] for r in df.select(build()).collect()] == ["small", "big", "small"]
+
+
+def test_a_new_jvm_view_gets_its_own_handles(monkeypatch):
+    monkeypatch.setattr(py4j_calls, "_MEMBERS", type(py4j_calls._MEMBERS)())
+
+    class View:   # stands for a gateway's JVM view: a relaunched JVM has a new one
+        pass
+
+    old, new = View(), View()
+    assert py4j_calls._member(old, "lit", lambda: "old handle") == "old handle"
+    assert py4j_calls._member(old, "lit", lambda: "looked up again") == "old handle"
+    assert py4j_calls._member(new, "lit", lambda: "new handle") == "new handle"
