@@ -50,3 +50,18 @@ def test_a_new_jvm_view_gets_its_own_handles(monkeypatch):
     assert py4j_calls._member(old, "lit", lambda: "old handle") == "old handle"
     assert py4j_calls._member(old, "lit", lambda: "looked up again") == "old handle"
     assert py4j_calls._member(new, "lit", lambda: "new handle") == "new handle"
+
+
+def test_short_lists_go_over_in_one_call_and_the_rest_as_before(spark, monkeypatch):
+    from pyspark.sql.classic import column as classic_column
+
+    assert py4j_calls.cache_jvm_lookups()
+    sc = spark.sparkContext
+    cols = [F.lit(i) for i in range(3)]
+    sent = _commands(spark, monkeypatch, lambda: F.array(*cols))
+    assert "add" not in [line for c in sent for line in c.split("\n")[:3]]   # no element-wise list
+    for items in (["a", None, "c"], [str(i) for i in range(12)], ["x"]):   # a null, over 10, one
+        seq = classic_column._to_seq(sc, items)
+        assert [seq.apply(i) for i in range(seq.length())] == items
+    df = spark.createDataFrame([(1, 2)], "a int, b int")
+    assert df.select(F.array(*[F.col("a") + i for i in range(12)]).alias("x")).first().x == list(range(1, 13))
