@@ -26,7 +26,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from .spark_values import lit, null_bool
+from .spark_values import lit, lit_array, null_bool
 
 
 class _Error:
@@ -59,7 +59,7 @@ def lookup(key: Key, label_value: Callable[[object], object]) -> Column:
     hits = [i for i, v in enumerate(values) if v is True]
     if None not in values and len(hits) == 1:
         return key.column == lit(hits[0])
-    return F.get(F.array(*[lit(v, "boolean") for v in values]), key.column)
+    return F.get(lit_array(values, "boolean"), key.column)
 
 
 def _negated(label):
@@ -242,7 +242,7 @@ class Chain(Keyed):
             for i, term in enumerate(self.terms):
                 k = term.key()
                 table = [self._rank(label, i, n) for label in k.labels]
-                ranks.append(F.get(F.array(*[lit(r) for r in table]), k.column))
+                ranks.append(F.get(lit_array(table), k.column))
             labels = tuple(ERROR if r % 2 == 0 else self.stop for r in range(2 * n))
             labels += (None, not self.stop)
             self._fixed = Key(F.least(*ranks), labels, self.key_depth)
@@ -342,7 +342,7 @@ def equal_keys(left: Key, right: Key) -> Keyed:
         pair = (o_label, i_label) if left_outer else (i_label, o_label)
         return _outcome_code(equal_outcome(*pair))
 
-    rows = F.array(*[F.array(*[lit(code(i, o)) for o in outer.labels]) for i in inner.labels])
+    rows = F.array(*[lit_array([code(i, o) for o in outer.labels]) for i in inner.labels])
     column = F.get(F.get(rows, inner.column), outer.column)
     return Keyed(Key(column, LEAF_LABELS[:4], max(outer.depth + 1, inner.depth + 2)))
 

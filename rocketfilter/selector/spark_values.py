@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Hashable, Optional
+from typing import Any, Callable, Dict, Hashable, Optional, Sequence
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -69,6 +69,13 @@ def lit(value, spark_type: Optional[str] = None) -> Column:
         c = F.lit(value)
         return c.cast(spark_type) if spark_type else c
     return memo(("lit", type(value), value, spark_type), build)
+
+
+def lit_array(values: Sequence, spark_type: Optional[str] = None) -> Column:
+    """An array of literals (``lit(v, spark_type)`` each), built once per compile: chains and
+    lookups repeat the same small tables term after term."""
+    return memo(("lit_array", tuple((type(v), v) for v in values), spark_type),
+                lambda: F.array(*[lit(v, spark_type) for v in values]))
 
 
 def null_bool() -> Column:
