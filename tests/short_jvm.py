@@ -24,7 +24,12 @@ def gc_options(options: str = "") -> str:
     return "" if re.search(r"-XX:\+Use\w+GC\b", options) else "-XX:+UseParallelGC"
 
 
-SHORT_JVM_OPTIONS = " ".join(filter(None, ("-XX:TieredStopAtLevel=1", gc_options(), ARCHIVE_OPTIONS)))
+def short_jvm_options(caller: str = "") -> str:
+    """The options a short-lived JVM adds to the ``caller``'s own."""
+    return " ".join(filter(None, ("-XX:TieredStopAtLevel=1", gc_options(caller), ARCHIVE_OPTIONS)))
+
+
+SHORT_JVM_OPTIONS = short_jvm_options()
 
 
 def add_short_jvm_options(names=("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS")) -> None:
@@ -33,5 +38,4 @@ def add_short_jvm_options(names=("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"))
     standalone master and worker."""
     for name in names:
         mine = os.environ.get(name, "")
-        short = " ".join(filter(None, ("-XX:TieredStopAtLevel=1", gc_options(mine), ARCHIVE_OPTIONS)))
-        os.environ[name] = " ".join(filter(None, (mine, short)))
+        os.environ[name] = " ".join(filter(None, (mine, short_jvm_options(mine))))
