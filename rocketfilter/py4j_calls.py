@@ -30,6 +30,8 @@ _MEMBERS: "weakref.WeakKeyDictionary[Any, Dict[str, Any]]" = weakref.WeakKeyDict
 
 
 def _member(jvm: Any, name: str, find: Callable[[], Any]) -> Any:
+    if jvm is None:   # no gateway: pyspark's own helper raises its own error
+        return find()
     members = _MEMBERS.get(jvm)
     if members is None:
         members = _MEMBERS.setdefault(jvm, {})

@@ -50,6 +50,8 @@ def test_a_new_jvm_view_gets_its_own_handles(monkeypatch):
     assert py4j_calls._member(old, "lit", lambda: "old handle") == "old handle"
     assert py4j_calls._member(old, "lit", lambda: "looked up again") == "old handle"
     assert py4j_calls._member(new, "lit", lambda: "new handle") == "new handle"
+    assert py4j_calls._member(None, "lit", lambda: "asked pyspark") == "asked pyspark"   # no JVM
+    assert len(py4j_calls._MEMBERS) == 2
 
 
 def test_short_lists_go_over_in_one_call_and_the_rest_as_before(spark, monkeypatch):
