@@ -211,17 +211,3 @@ def decode_offset_msg_id(msg_id: str) -> tuple:
     ip_len = len(raw) - 12
     port, offset = _struct.unpack(">iq", raw[ip_len:])
     return format_host(raw[:ip_len], port), offset
-
-
-# The Column versions' old import path: they live in rocketfilter.message_columns (this module stays
-# free of Spark, so a broker's files parse without it), handed out here on first use.
-_COLUMNS = ("properties_to_string_column", "string_to_properties_column",
-            "normalize_properties_column")
-
-
-def __getattr__(name: str):
-    if name in _COLUMNS:
-        import importlib
-
-        return getattr(importlib.import_module("rocketfilter.message_columns"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -161,16 +161,3 @@ def client_accepts(sub: Optional[SubscriptionData], tags: Optional[str]) -> bool
 def delivered(sub: Optional[SubscriptionData], tags: Optional[str]) -> bool:
     """Whether a message tagged ``tags`` reaches the consumer: broker check, then client check."""
     return is_matched_by_consume_queue(sub, tags_code(tags)) and client_accepts(sub, tags)
-
-
-# The Column versions' old import path: they live in rocketfilter.tag_columns (this module stays
-# free of Spark, so a broker's files parse without it), handed out here on first use.
-_COLUMNS = ("tag_code_predicate", "tag_exact_predicate", "tags_code_column")
-
-
-def __getattr__(name: str):
-    if name in _COLUMNS:
-        import importlib
-
-        return getattr(importlib.import_module("rocketfilter.tag_columns"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -88,6 +88,17 @@ def _owner(name: str, modules: Dict[str, Path]) -> Optional[str]:
     return None
 
 
+def _dynamic_import(node: ast.AST) -> bool:
+    """``importlib.import_module("name")`` or ``__import__("name")`` with a literal name: an
+    import all the same (a module handing out another's names on first use hides a circle so)."""
+    if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)):
+        return False
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name in ("import_module", "__import__")
+
+
 def imports_of(module: str, path: Path, modules: Dict[str, Path], root: Path) -> Iterator[Edge]:
     """Every import in ``path``, anywhere in its body, as edges to package modules or to external
     top-level names (``pyspark``...)."""
@@ -107,6 +118,8 @@ def imports_of(module: str, path: Path, modules: Dict[str, Path], root: Path) ->
                 # "from pkg import sub" imports the submodule sub when there is one.
                 full = f"{base}.{alias.name}" if base else alias.name
                 targets.append(full if full in modules else base)
+        elif _dynamic_import(node):
+            targets = [node.args[0].value]
         else:
             continue
         text = lines[node.lineno - 1].strip()
@@ -321,6 +334,16 @@ def test_checker_passes_a_clean_package(tmp_path):
                                "delta/table.py": "import pyarrow\nfrom .stats import y\n",
                                "delta/stats.py": "import json\n"})
     assert problems(root) == []
+
+
+def test_checker_finds_a_circle_through_import_module(tmp_path):
+    # A module handing out another's names on first use (a module __getattr__) imports it.
+    root = _package(tmp_path, {"tags.py": ("def __getattr__(name):\n    import importlib\n"
+                                           "    return getattr(importlib.import_module('rocketfilter.tag_columns'), name)\n"),
+                               "tag_columns.py": "from rocketfilter.tags import x\n"})
+    found = problems(root)
+    assert len(found) == 1 and found[0].startswith("import circle")
+    assert "importlib.import_module('rocketfilter.tag_columns')" in found[0]
 
 
 def test_checker_finds_a_late_circle(tmp_path):
