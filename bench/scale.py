@@ -384,9 +384,9 @@ def main(argv=None, spark=None) -> int:
     results = []
     try:
         for n in sizes:
-            free = shutil.disk_usage(base).free
-            if disk_needed(n, args.import_max) > free:
-                print(f"\n== {n:,} messages: skipped, needs about {disk_needed(n, args.import_max) / 1e9:.0f} GB "
+            free, needed = shutil.disk_usage(base).free, disk_needed(n, args.import_max)
+            if needed > free:
+                print(f"\n== {n:,} messages: skipped, needs about {needed / 1e9:.0f} GB "
                       f"of disk, {free / 1e9:.0f} GB free")
                 continue
             results.append(run_size(spark, base, n, args, memory))
