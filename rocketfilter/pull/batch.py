@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rocketfilter.pull.chain import pull_chain
 from rocketfilter.pull.result import GetMessageStatus
 from rocketfilter.pull.limits import (
     CQ_STORE_UNIT_SIZE,
@@ -33,7 +34,7 @@ __all__ = [
     "CQ_STORE_UNIT_SIZE", "DEFAULT_LIMITS", "MAX_PULL_MSG_SIZE", "PullLimits", "PreparedQueue",
     "WindowResult",
     "PullSequence", "get_message_window", "is_the_batch_full", "no_matched_logic_queue",
-    "pull_sequence_arrays", "pull_sequence", "get_message_from_dataframe", "INPUT_COLUMNS",
+    "pull_sequence_arrays", "delivered_entries", "pull_sequence", "get_message_from_dataframe", "INPUT_COLUMNS",
     "ENTRY_SCHEMA", "PULL_SCHEMA",
 ]
 
@@ -92,9 +93,15 @@ def pull_sequence_arrays(queue_offset: np.ndarray, commitlog_offset: np.ndarray,
     ``min(end_offset, max_offset)``, or after ``max_pulls`` pulls. The first pull is always made.
     Pulls are whole: the last one may deliver entries at or past ``end_offset``.
     """
-    # Everything that does not depend on the pull's start is computed once for the queue.
     queue = PreparedQueue(queue_offset, commitlog_offset, size, cq_match, cl_present, cl_match,
                           max_msg_nums=max_msg_nums, max_offset_py=max_offset_py, limits=limits)
+    bounds = _bounds(queue, start_offset, end_offset, min_offset, max_offset)
+    return _sequence(queue, *bounds, max_pulls)
+
+
+def _bounds(queue: PreparedQueue, start_offset, end_offset, min_offset, max_offset
+            ) -> Tuple[int, int, int, int]:
+    """(start, stop_at, min_offset, max_offset) with the defaults of pull_sequence_arrays."""
     qo = queue.queue_offset
     if min_offset is None:
         min_offset = int(qo[0]) if len(qo) else 0
@@ -102,6 +109,11 @@ def pull_sequence_arrays(queue_offset: np.ndarray, commitlog_offset: np.ndarray,
         max_offset = int(qo[-1]) + 1 if len(qo) else 0
     offset = min_offset if start_offset is None else start_offset
     stop_at = max_offset if end_offset is None else min(end_offset, max_offset)
+    return offset, stop_at, min_offset, max_offset
+
+
+def _sequence(queue: PreparedQueue, offset: int, stop_at: int, min_offset: int, max_offset: int,
+              max_pulls: Optional[int]) -> PullSequence:
     seq = PullSequence()
     found: List[np.ndarray] = []
     while max_pulls is None or len(seq.pulls) < max_pulls:
@@ -117,6 +129,28 @@ def pull_sequence_arrays(queue_offset: np.ndarray, commitlog_offset: np.ndarray,
     seq.entry_pull = np.repeat(np.arange(len(found), dtype=np.int32),
                                [len(f) for f in found]).astype(np.int32)
     return seq
+
+
+def delivered_entries(queue_offset: np.ndarray, commitlog_offset: np.ndarray, size: np.ndarray,
+                      cq_match: np.ndarray, cl_present: np.ndarray, cl_match: np.ndarray, *,
+                      start_offset: Optional[int] = None, end_offset: Optional[int] = None,
+                      max_msg_nums: int, min_offset: Optional[int] = None,
+                      max_offset: Optional[int] = None, max_offset_py: int,
+                      limits: PullLimits = DEFAULT_LIMITS, max_pulls: Optional[int] = None
+                      ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, List[str]]:
+    """What :func:`pull_sequence_arrays` delivers, as arrays: ``(entry_index, entry_pull,
+    next_begin_offset per pull, status per pull)``. Through :mod:`.chain` where that is exact
+    (no numpy pass per pull), else the general loop."""
+    queue = PreparedQueue(queue_offset, commitlog_offset, size, cq_match, cl_present, cl_match,
+                          max_msg_nums=max_msg_nums, max_offset_py=max_offset_py, limits=limits)
+    offset, stop_at, lo, hi = _bounds(queue, start_offset, end_offset, min_offset, max_offset)
+    chain = pull_chain(queue, offset, min_offset=lo, max_offset=hi, stop_at=stop_at, max_pulls=max_pulls)
+    if chain is not None:
+        return chain.entry_index, chain.entry_pull, chain.next_begin_offsets, chain.statuses
+    seq = _sequence(queue, offset, stop_at, lo, hi, max_pulls)
+    return (seq.entry_index, seq.entry_pull,
+            np.array([p.next_begin_offset for p in seq.pulls], dtype=np.int64),
+            [p.status.value for p in seq.pulls])
 
 
 QueueValue = Union[None, int, Mapping[Tuple[str, int], int]]
@@ -154,23 +188,21 @@ def _queue_function(*, output: str, max_msg_nums: int, max_offset_py: int, limit
             return c.to_numpy().astype(dtype, copy=False)
 
         qo = col("queue_offset", np.int64)
-        seq = pull_sequence_arrays(
-            qo, col("commitlog_offset", np.int64), col("size", np.int64), col("cq_match", bool),
-            col("cl_present", bool), col("cl_match", bool),
-            start_offset=_per_queue(start_offsets, qkey), end_offset=_per_queue(end_offsets, qkey),
-            max_msg_nums=max_msg_nums, min_offset=_per_queue(min_offsets, qkey),
-            max_offset=_per_queue(max_offsets, qkey), max_offset_py=max_offset_py,
-            limits=limits, max_pulls=max_pulls)
-        p = seq.pulls
-        # Statuses as a dictionary array: one string per pull, indices per entry.
-        statuses = pa.array([r.status.value for r in p], pa.string())
+        arrays = (qo, col("commitlog_offset", np.int64), col("size", np.int64), col("cq_match", bool),
+                  col("cl_present", bool), col("cl_match", bool))
+        bounds = dict(start_offset=_per_queue(start_offsets, qkey), end_offset=_per_queue(end_offsets, qkey),
+                      max_msg_nums=max_msg_nums, min_offset=_per_queue(min_offsets, qkey),
+                      max_offset=_per_queue(max_offsets, qkey), max_offset_py=max_offset_py,
+                      limits=limits, max_pulls=max_pulls)
         if output == "pulls":
+            seq = pull_sequence_arrays(*arrays, **bounds)
+            p = seq.pulls
             return pa.table({
                 "topic": pa.repeat(pa.scalar(topic, pa.string()), len(p)),
                 "queue_id": pa.repeat(pa.scalar(queue_id, pa.int32()), len(p)),
                 "pull_number": pa.array(np.arange(len(p), dtype=np.int32)),
                 "offset": pa.array(seq.pull_offsets, pa.int64()),
-                "pull_status": statuses,
+                "pull_status": pa.array([r.status.value for r in p], pa.string()),
                 "next_begin_offset": pa.array([r.next_begin_offset for r in p], pa.int64()),
                 "message_count": pa.array([r.message_count for r in p], pa.int32()),
                 "buffer_total_size": pa.array([r.buffer_total_size for r in p], pa.int64()),
@@ -181,19 +213,20 @@ def _queue_function(*, output: str, max_msg_nums: int, max_offset_py: int, limit
                 "min_offset": pa.array([r.min_offset for r in p], pa.int64()),
                 "max_offset": pa.array([r.max_offset for r in p], pa.int64()),
             })
-        idx = seq.entry_index
+        idx, entry_pull, next_begin, statuses = delivered_entries(*arrays, **bounds)
         n = len(idx)
         carried = {name: table.column(name).take(idx) for name in carry}
+        # Per-pull values spread to the entries by index; statuses as a dictionary array.
         return pa.table({
             "topic": pa.repeat(pa.scalar(topic, pa.string()), n),
             "queue_id": pa.repeat(pa.scalar(queue_id, pa.int32()), n),
             "queue_offset": pa.array(qo[idx]),
             "commitlog_offset": table.column("commitlog_offset").take(idx).cast(pa.int64()),
             "size": table.column("size").take(idx).cast(pa.int32()),
-            "pull_number": pa.array(seq.entry_pull),
-            "next_begin_offset": pa.array(seq.entry_next_begin_offset),
+            "pull_number": pa.array(entry_pull),
+            "next_begin_offset": pa.array(next_begin[entry_pull] if n else np.zeros(0, np.int64)),
             "pull_status": pa.DictionaryArray.from_arrays(
-                pa.array(seq.entry_pull), statuses).cast(pa.string()),
+                pa.array(entry_pull), pa.array(statuses, pa.string())).cast(pa.string()),
             **carried,
         })
 
