@@ -21,7 +21,7 @@ bodies, age/name/isGender/region/seq). At each size:
 * peak RSS of the Python driver and of the JVM, and the JVM heap's peak use, per size.
 
     python bench/scale.py [--sizes 1M,10M,50M] [--repeat 2] [--pulls 20] [--dir DIR]
-                          [--driver-memory 2g] [--import-max 10M] [--many-max 1M]
+                          [--driver-memory 2g] [--import-max 10M] [--many-max 1M] [--profile DIR]
 
 Sizes take k/M suffixes; a size whose stores would not fit on the disk is skipped and said so.
 """
@@ -108,18 +108,43 @@ class Table:
                   f"{1e6 * s / max(m, 1):8.3f}  {note}")
 
 
-def timed(fn: Callable[[], object]) -> Tuple[float, object]:
+class Profile:
+    """With ``--profile``: each named run's Spark jobs carry the description "<size> <job>"
+    in Spark's event log, and its wall time is kept, for bench/spark_profile.py."""
+
+    def __init__(self):
+        self.spark, self.size, self.walls = None, 0, {}
+
+    def label(self, name: Optional[str]) -> Optional[str]:
+        return f"{self.size:,} {name}" if self.spark is not None and name else None
+
+
+PROFILE = Profile()
+
+
+def timed(fn: Callable[[], object], name: Optional[str] = None) -> Tuple[float, object]:
+    label = PROFILE.label(name)
+    if label:
+        PROFILE.spark.sparkContext.setJobDescription(label)
     t0 = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t0, out
+    try:
+        out = fn()
+    finally:
+        if label:
+            PROFILE.spark.sparkContext.setJobDescription(None)
+    seconds = time.perf_counter() - t0
+    if label:
+        PROFILE.walls[label] = seconds
+    return seconds, out
 
 
-def best(fn: Callable[[], object], repeat: int) -> Tuple[float, object]:
-    """Best time of ``repeat`` runs after a warm-up, and the answer (checked stable)."""
+def best(fn: Callable[[], object], repeat: int, name: Optional[str] = None) -> Tuple[float, object]:
+    """Best time of ``repeat`` runs after a warm-up, and the answer (checked stable); the last
+    run is the one profiled."""
     answer = fn()
     times = []
-    for _ in range(repeat):
-        t, again = timed(fn)
+    for k in range(repeat):
+        t, again = timed(fn, name if k == repeat - 1 else None)
         assert again == answer, (again, answer)
         times.append(t)
     return min(times), answer
@@ -184,10 +209,11 @@ def put_and_dispatch(spark, root: str, n: int, t: Table, label: str, settings: d
     for group, expression, kind in subscriptions:
         store.register_subscription_bits(group, TOPIC, expression, kind, 1)
     if label != "63 SQL92 subscriptions":
-        t.add(f"put, {label}", timed(lambda: store.put_messages(_common.bulk_topic_messages(spark, n, TOPIC)))[0])
+        t.add(f"put, {label}", timed(lambda: store.put_messages(_common.bulk_topic_messages(spark, n, TOPIC)),
+                                     f"put, {label}")[0])
     else:
         store.put_messages(_common.bulk_topic_messages(spark, n, TOPIC))
-    seconds, report = timed(store.dispatch)
+    seconds, report = timed(store.dispatch, f"dispatch, {label}")
     assert report.entries == n, (report.entries, n)
     t.add(f"dispatch, {label}", seconds)
     return store
@@ -206,7 +232,7 @@ def import_job(spark, base: Path, n: int, t: Table) -> None:
     generate(source, n * size, file_bytes)
     mb = sum(p.stat().st_size for p in (source / "commitlog").iterdir()) / 1e6
     store = MessageStore.open(str(target), spark)
-    seconds, report = timed(lambda: store.import_store(str(source)))
+    seconds, report = timed(lambda: store.import_store(str(source)), "import of a broker store")
     t.add("import of a broker store", seconds, report.messages, f"{mb / seconds:.1f} MB/s of {mb:,.0f} MB")
     shutil.rmtree(source, ignore_errors=True)
     shutil.rmtree(target, ignore_errors=True)
@@ -245,7 +271,7 @@ def read_jobs(spark, store, n: int, t: Table, repeat: int) -> Dict[str, float]:
         print("  Polars not installed: pip install -e '.[bench]'")
     out, counts = {}, {}
     for name, fn in ways.items():
-        out[name], counts[name] = best(fn, repeat)
+        out[name], counts[name] = best(fn, repeat, name)
         t.add(name, out[name], note=f"{counts[name]:,} delivered")
     if len(set(counts.values())) != 1:
         raise SystemExit(f"counts differ: {counts}")
@@ -264,12 +290,12 @@ def group_jobs(spark, store, t: Table, repeat: int) -> Dict[str, float]:
     consumed = rocketfilter.replay_group(store, group, TOPIC).count()
     read = rocketfilter.read_messages(store, TOPIC, TAGS, "TAG").count()
     assert consumed == read, (consumed, read)
-    out = {"replay_group, 8 consumers": best(replay, repeat)[0],
-           "read_messages, same subscription": best(plain, repeat)[0]}
+    out = {"replay_group, 8 consumers": best(replay, repeat, "replay_group, 8 consumers")[0],
+           "read_messages, same subscription": best(plain, repeat, "read_messages, same subscription")[0]}
     for name, seconds in out.items():
         t.add(f"{name} (noop sink)", seconds, note=f"{consumed:,} rows")
     out["diagnose_group"] = t.add("diagnose_group", best(lambda: str(rocketfilter.diagnose_group(store, group, TOPIC)),
-                                                         repeat)[0])
+                                                         repeat, "diagnose_group")[0])
     return out
 
 
@@ -312,7 +338,7 @@ def source_jobs(spark, store, t: Table, repeat: int) -> Dict[str, float]:
         raise SystemExit(f"the source and read_messages differ: {counts}")
     out = {}
     for name, df in frames.items():
-        out[name] = t.add(f"{name} (noop sink)", best(lambda: noop(df), repeat)[0],
+        out[name] = t.add(f"{name} (noop sink)", best(lambda: noop(df), repeat, name)[0],
                           note=f"{counts[name]:,} rows")
     return out
 
@@ -321,6 +347,7 @@ def source_jobs(spark, store, t: Table, repeat: int) -> Dict[str, float]:
 
 def run_size(spark, base: Path, n: int, args, memory: Memory) -> Tuple[Table, List[str]]:
     memory.reset()
+    PROFILE.size = n
     t, notes = Table(n), []
     print(f"\n== {n:,} messages (load average {_common.load_average()})", flush=True)
     plain = put_and_dispatch(spark, str(base / "plain"), n, t, "plain", {}, [])
@@ -363,6 +390,9 @@ def main(argv=None, spark=None) -> int:
     parser.add_argument("--import-max", type=parse_size, default=parse_size("10M"))
     parser.add_argument("--many-max", type=parse_size, default=parse_size("1M"),
                         help="largest size at which the 63-subscription dispatch runs")
+    parser.add_argument("--profile", metavar="DIR",
+                        help="write Spark's event log to DIR and print where each job's time goes "
+                             "(bench/spark_profile.py) once the session has stopped")
     args = parser.parse_args(argv)
     sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
 
@@ -374,8 +404,13 @@ def main(argv=None, spark=None) -> int:
 
         spark = get_spark(SparkSession.builder.appName("rocketfilter-bench-scale").master(f"local[{CORES}]")
                           .config("spark.driver.memory", args.driver_memory)
-                          .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false"))
+                          .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                          .config(map=profile_conf(args.profile)))
         spark.sparkContext.setLogLevel("ERROR")
+    if args.profile and own:
+        PROFILE.spark = spark
+    elif args.profile:
+        print("--profile needs the script's own session (its event log is read once it stops): ignored")
     base = Path(args.dir or tempfile.mkdtemp(prefix="rf-bench-scale-"))
     base.mkdir(parents=True, exist_ok=True)   # --dir may name a directory still to be made
     memory = Memory(spark)
@@ -407,7 +442,22 @@ def main(argv=None, spark=None) -> int:
             shutil.rmtree(base, ignore_errors=True)
         if own:
             spark.stop()
+    if PROFILE.spark is not None:
+        from spark_profile import event_logs, summarize
+
+        logs = event_logs(Path(args.profile))
+        print("\nwhere the time goes (Spark's event log, the last timed run of each job)")
+        print(summarize(logs[-1], walls=PROFILE.walls) if logs else f"no event log in {args.profile}")
     return 0
+
+
+def profile_conf(directory: Optional[str]) -> Dict[str, str]:
+    """Spark settings that write an uncompressed event log to ``directory`` (made here)."""
+    if not directory:
+        return {}
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    return {"spark.eventLog.enabled": "true", "spark.eventLog.dir": Path(directory).resolve().as_uri(),
+            "spark.eventLog.compress": "false"}
 
 
 if __name__ == "__main__":
