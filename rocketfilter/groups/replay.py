@@ -80,14 +80,18 @@ def filter_deliveries(store, plan: GroupPlan, entries: DataFrame, max_msg_nums: 
     """The broker's pulls per (filter, queue) that some consumer makes: one row per delivered
     entry (``filter_index``, the entry, its pull, the ``carry`` columns of ``entries``), or per
     pull with ``output="pulls"``. None when nobody pulls."""
+    sql = any(is_sql_filter(f) for f in plan.filters)
+    # Only what the loop reads goes to its Python workers: no topic (one per plan), and for tag
+    # filters no commit-log flags (present from min_commitlog_offset on; a tag filter's
+    # isMatchedByCommitLog is always true).
     units = [F.when(F.col("queue_id").isin(plan.pulled_queues(i)),
                     F.struct(F.lit(i).alias("filter_index"), F.col(f"cq_{i}").alias("cq_match"),
-                             F.col(f"cl_{i}").alias("cl_match")))
+                             *([F.col(f"cl_{i}").alias("cl_match")] if sql else [])))
              for i in range(len(plan.filters)) if plan.pulled_queues(i)]
     if not units:
         return None
     carry = tuple(carry) if output == "entries" else ()
-    base = ("topic", "queue_id", "queue_offset", "commitlog_offset", "size", "cl_present") + carry
+    base = ("queue_id", "queue_offset", "commitlog_offset", "size") + (("cl_present",) if sql else ()) + carry
     per_filter = (entries.select(*base, F.explode(F.array(*units)).alias("u"))
                   .where(F.col("u").isNotNull()).select(*base, "u.*"))
     key = lambda q: (plan.topic, q)  # noqa: E731
@@ -98,7 +102,8 @@ def filter_deliveries(store, plan: GroupPlan, entries: DataFrame, max_msg_nums: 
                          end_offsets={key(q): e for q, e in plan.ends.items()},
                          min_offsets={key(q): lo for q, (lo, hi) in plan.bounds.items()},
                          max_offsets={key(q): hi for q, (lo, hi) in plan.bounds.items()},
-                         output=output, by=("filter_index",), carry=carry)
+                         output=output, by=("filter_index",), carry=carry, topic=plan.topic,
+                         min_commitlog_offset=None if sql else cl.min_commitlog_offset)
 
 
 def consumer_deliveries(plan: GroupPlan, deliveries: DataFrame) -> DataFrame:
@@ -127,11 +132,12 @@ def group_deliveries(store, plan: GroupPlan, max_msg_nums: int = 32) -> Optional
         deliveries = filter_deliveries(store, plan, flagged_entries(store, plan, queues), max_msg_nums)
     else:
         # Tags only: the loop pulls over the ConsumeQueue alone, and only what it delivers meets
-        # the CommitLog (the loop's shuffle and Arrow transfer carry no strings).
+        # the CommitLog (the loop's shuffle and Arrow transfer carry no strings). A delivered
+        # entry's record is present, so its store_timestamp (the CQ's copy) comes from there.
         entries = flagged_entries(store, plan, queues, message_columns=False)
-        deliveries = filter_deliveries(store, plan, entries, max_msg_nums, carry=("store_timestamp",))
+        deliveries = filter_deliveries(store, plan, entries, max_msg_nums, carry=())
         cl = store.commitlog.read(store.spark, where=[("topic", "=", plan.topic)])
-        deliveries = deliveries.join(cl.select("commitlog_offset", *MESSAGE_COLUMNS), "commitlog_offset", "left")
+        deliveries = deliveries.join(cl.select("commitlog_offset", *_CARRY), "commitlog_offset", "left")
     return consumer_deliveries(plan, deliveries)
 
 

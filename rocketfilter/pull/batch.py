@@ -165,11 +165,26 @@ def _per_queue(value: QueueValue, key: Tuple[str, int]) -> Optional[int]:
 def _queue_function(*, output: str, max_msg_nums: int, max_offset_py: int, limits: PullLimits,
                     start_offsets: QueueValue, end_offsets: QueueValue, min_offsets: QueueValue,
                     max_offsets: QueueValue, max_pulls: Optional[int], by: Tuple[str, ...] = (),
-                    carry: Tuple[str, ...] = ()) -> Callable:
-    """The applyInArrow function for one (*by, topic, queue_id) group."""
+                    carry: Tuple[str, ...] = (), topic: Optional[str] = None,
+                    min_commitlog_offset: Optional[int] = None) -> Callable:
+    """The applyInArrow function for one group of ``GROUP_KEY``: one (*by, topic, queue_id)
+    unless hashes collide, and then each of them in turn. With ``topic`` the rows have no topic
+    column and neither has the result; without ``cl_present`` it is ``commitlog_offset >=
+    min_commitlog_offset``, without ``cl_match`` true."""
+    names = (*by, "queue_id") if topic is not None else (*by, "topic", "queue_id")
+    constant_topic = topic
 
-    def run(key: Tuple[Any, ...], table: pa.Table) -> pa.Table:
-        out = pull_table(key[len(by):], table)
+    def run(_: Tuple[Any, ...], table: pa.Table) -> pa.Table:
+        outs = [one(key, part) for key, part in _split(table, names)]
+        return outs[0] if len(outs) == 1 else pa.concat_tables(outs)
+
+    def one(key: Tuple[Any, ...], table: pa.Table) -> pa.Table:
+        queue_key = key[len(by):]
+        if constant_topic is not None:
+            queue_key = (pa.scalar(constant_topic, pa.string()), *queue_key)
+        out = pull_table(queue_key, table)
+        if constant_topic is not None:
+            out = out.drop_columns(["topic"])
         for i, name in enumerate(by):   # the extra keys lead, as in the schema
             out = out.add_column(i, name, pa.repeat(key[i], out.num_rows).cast(table.schema.field(name).type))
         return out
@@ -188,8 +203,11 @@ def _queue_function(*, output: str, max_msg_nums: int, max_offset_py: int, limit
             return c.to_numpy().astype(dtype, copy=False)
 
         qo = col("queue_offset", np.int64)
-        arrays = (qo, col("commitlog_offset", np.int64), col("size", np.int64), col("cq_match", bool),
-                  col("cl_present", bool), col("cl_match", bool))
+        pos = col("commitlog_offset", np.int64)
+        names = table.column_names
+        present = col("cl_present", bool) if "cl_present" in names else pos >= min_commitlog_offset
+        cl_match = col("cl_match", bool) if "cl_match" in names else np.ones(len(qo), bool)
+        arrays = (qo, pos, col("size", np.int64), col("cq_match", bool), present, cl_match)
         bounds = dict(start_offset=_per_queue(start_offsets, qkey), end_offset=_per_queue(end_offsets, qkey),
                       max_msg_nums=max_msg_nums, min_offset=_per_queue(min_offsets, qkey),
                       max_offset=_per_queue(max_offsets, qkey), max_offset_py=max_offset_py,
@@ -237,7 +255,8 @@ def pull_sequence(df, *, max_msg_nums: int, max_offset_py: int,
                   limits: PullLimits = DEFAULT_LIMITS, start_offsets: QueueValue = None,
                   end_offsets: QueueValue = None, min_offsets: QueueValue = None,
                   max_offsets: QueueValue = None, max_pulls: Optional[int] = None,
-                  output: str = "entries", by: Sequence[str] = (), carry: Sequence[str] = ()):
+                  output: str = "entries", by: Sequence[str] = (), carry: Sequence[str] = (),
+                  topic: Optional[str] = None, min_commitlog_offset: Optional[int] = None):
     """:func:`pull_sequence_arrays` for every (topic, queue_id) of ``df``, in one Spark job.
 
     ``df`` has the columns :data:`INPUT_COLUMNS` (null flags count as false) and must hold every
@@ -250,22 +269,60 @@ def pull_sequence(df, *, max_msg_nums: int, max_offset_py: int,
     ``by`` names more columns to group on: each (*by, topic, queue_id) is pulled on its own (the
     same queue under different filters, say) and the result starts with them. ``carry`` names
     columns of ``df`` that delivered entries keep (``output="entries"`` only).
+
+    Less to send to the Python workers (their Arrow transfer is most of the job's cost): with
+    ``topic``, ``df`` holds that topic's rows only and needs no ``topic`` column; with
+    ``min_commitlog_offset`` it needs no ``cl_present`` (an entry's record is present from that
+    commit-log offset on); without a ``cl_match`` column every record matches (tag filters).
     """
     if output not in ("entries", "pulls"):
         raise ValueError(f"output must be 'entries' or 'pulls', not {output!r}")
     by, carry = tuple(by), tuple(carry)
     if carry and output != "entries":
         raise ValueError("carry needs output='entries': a pull row has no single entry to carry from")
+    if "cl_present" not in df.columns and min_commitlog_offset is None:
+        raise ValueError("df has no cl_present column: pass min_commitlog_offset")
+    inputs = [c for c in INPUT_COLUMNS if c in df.columns or c not in ("cl_present", "cl_match")]
+    if topic is not None:
+        inputs.remove("topic")
     fn = _queue_function(output=output, max_msg_nums=max_msg_nums, max_offset_py=max_offset_py,
                          limits=limits, start_offsets=start_offsets, end_offsets=end_offsets,
                          min_offsets=min_offsets, max_offsets=max_offsets, max_pulls=max_pulls,
-                         by=by, carry=carry)
+                         by=by, carry=carry, topic=topic, min_commitlog_offset=min_commitlog_offset)
     fields = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+    base = ENTRY_SCHEMA if output == "entries" else PULL_SCHEMA
+    columns = [*by, *[c.split()[0] for c in base.split(", ")], *carry]
     schema = ", ".join([f"{name} {fields[name]}" for name in by]
-                       + [ENTRY_SCHEMA if output == "entries" else PULL_SCHEMA]
+                       + [base.replace("topic string, ", "", 1) if topic is not None else base]
                        + [f"{name} {fields[name]}" for name in carry])
-    return (df.select(*by, *INPUT_COLUMNS, *carry).groupBy(*by, "topic", "queue_id")
-            .applyInArrow(fn, schema=schema))
+    from pyspark.sql import functions as F
+
+    # One long key rather than (*by, topic, queue_id): Spark then sorts the rows for the groups
+    # by radix on it instead of comparing rows whose keys tie across a whole queue.
+    keys = [*by, "queue_id"] if topic is not None else [*by, "topic", "queue_id"]
+    out = (df.select(*by, *inputs, *carry, F.xxhash64(*keys).alias(GROUP_KEY)).groupBy(GROUP_KEY)
+           .applyInArrow(fn, schema=schema))
+    if topic is None:
+        return out
+    return out.select(*[F.lit(topic).alias(c) if c == "topic" else c for c in columns])
+
+
+GROUP_KEY = "_pull_group"
+
+
+def _split(table: pa.Table, names: Tuple[str, ...]):
+    """(key scalars, rows) per distinct value of ``names`` in ``table``: usually one."""
+    cols = [table.column(n) for n in names]
+    if table.num_rows and all(pc.count_distinct(c).as_py() == 1 and c.null_count == 0 for c in cols):
+        yield tuple(c[0] for c in cols), table
+        return
+    for row in table.select(list(names)).group_by(list(names)).aggregate([]).to_pylist():
+        mask = None
+        for n in names:
+            m = pc.is_null(table.column(n)) if row[n] is None else pc.equal(table.column(n), row[n])
+            mask = m if mask is None else pc.and_(mask, m)
+        part = table.filter(mask)
+        yield tuple(part.column(n)[0] for n in names), part
 
 
 def get_message_from_dataframe(df, *, topic: str, queue_id: int, offset: int, max_msg_nums: int,
