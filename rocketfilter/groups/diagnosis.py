@@ -21,7 +21,9 @@ from pyspark.sql import DataFrame
 from rocketfilter.checks import check_max_msg_nums
 from rocketfilter.consumer.group import ConsumerGroup
 from rocketfilter.consumer.message_queue import MessageQueue
-from rocketfilter.groups.outcomes import LOST_REASONS, LOST_SCHEMA, lost_messages, message_outcomes, outcome_counts
+from rocketfilter.groups.message_locate import at_position
+from rocketfilter.groups.outcomes import (LOST_REASONS, LOST_SCHEMA, lost_messages, message_outcomes, outcome_counts,
+                                          position_of)
 from rocketfilter.groups.plan import GroupPlan, plan_group_pulls, resolve_group
 from rocketfilter.groups.replay import REPLAY_COLUMNS, REPLAY_SCHEMA, group_deliveries
 from rocketfilter.store import schema as S
@@ -92,9 +94,16 @@ class GroupDiagnosis:
             self._counts = {"message": {}, "consumed": {}, "lost": {}}
             if frames:
                 for r in reduce(DataFrame.unionByName, frames).collect():
-                    example = tuple(r["example"]) if r["example"] is not None else None
+                    example = self._example(r["topic"], r["example_position"])
                     self._counts[r["kind"]][(r["topic"], r["reason"], r["client_id"])] = (r["n"], example)
         return self._counts
+
+    def _example(self, topic: str, position: Optional[int]) -> Optional[tuple]:
+        """(queue_id, queue_offset, msg_id) of a count's first message: two point reads."""
+        if position is None:
+            return None
+        queue_id, queue_offset = position_of(position)
+        return (queue_id, queue_offset, at_position(self._store, topic, queue_id, queue_offset, "example").msg_id)
 
     def lost_counts(self) -> Dict[str, int]:
         """reason -> how many messages are lost for it, in :data:`LOST_REASONS` order."""

@@ -89,6 +89,13 @@ def test_seed_003_replay_and_diagnosis(store):
         (2, 0, "tagA", "filtered_by_group_subscription", "B"), (3, 0, "tagA", "filtered_by_group_subscription", "B")]
     assert d.lost_counts() == {"filtered_by_group_subscription": 4, "dropped_by_client_recheck": 2}
     assert d.consumed_counts() == {"A": 0, "B": 2}
+    # Each count's example is its first message, with the msg_id the lost rows carry.
+    msg_id = {(r["queue_id"], r["queue_offset"]): r["msg_id"] for r in d.lost.collect()}
+    examples = {k: ex for k, (_, ex) in d.counts()["lost"].items()}
+    assert examples == {(SEED, "filtered_by_group_subscription", "A"): (0, 0, msg_id[(0, 0)]),
+                        (SEED, "dropped_by_client_recheck", "A"): (0, 1, msg_id[(0, 1)]),
+                        (SEED, "filtered_by_group_subscription", "B"): (2, 0, msg_id[(2, 0)])}
+    assert d.counts()["message"][(SEED, None, None)] == (8, (0, 0, msg_id[(0, 0)]))
     assert (d.flapping_topics, d.consumers_without_queues, d.unconsumed_queues, d.refusals) == ({}, {}, {}, {})
     text = str(d)
     for line in ("Consumer group GID_seed003: CLUSTERING, AVG, 2 consumer(s)", "Subscriptions: INCONSISTENT",
