@@ -23,6 +23,7 @@ bodies, age/name/isGender/region/seq). At each size:
 
     python bench/scale.py [--sizes 1M,10M,50M] [--repeat 2] [--pulls 20] [--dir DIR]
                           [--driver-memory 2g] [--import-max 10M] [--many-max 1M] [--profile DIR]
+                          [--jobs put,import,reads,groups,pulls,source]
 
 Sizes take k/M suffixes; a size whose stores would not fit on the disk is skipped and said so.
 """
@@ -86,6 +87,14 @@ def parse_size(text: str) -> int:
         return int(float(text[:-1] if factor > 1 else text) * factor)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 3k, 1M)") from None
+
+
+def parse_jobs(text: str) -> Tuple[str, ...]:
+    jobs = tuple(j.strip() for j in text.split(",") if j.strip())
+    unknown = [j for j in jobs if j not in JOBS]
+    if unknown or not jobs:
+        raise argparse.ArgumentTypeError(f"unknown job(s) {unknown or text!r}: choose from {', '.join(JOBS)}")
+    return jobs
 
 
 class Table:
@@ -350,36 +359,50 @@ def source_jobs(spark, store, t: Table, repeat: int) -> Dict[str, float]:
 
 # --- one size, and the run ---------------------------------------------------------------------
 
+JOBS = ("put", "import", "reads", "groups", "pulls", "source")
+
+
 def run_size(spark, base: Path, n: int, args, memory: Memory) -> Tuple[Table, List[str]]:
     memory.reset()
     PROFILE.size = n
     t, notes = Table(n), []
+    jobs = args.jobs
     print(f"\n== {n:,} messages (load average {_common.load_average()})", flush=True)
-    plain = put_and_dispatch(spark, str(base / "plain"), n, t, "plain", {}, [])
-    del plain
-    shutil.rmtree(base / "plain", ignore_errors=True)
-    if n <= args.many_max:
+    if "put" in jobs:
+        plain = put_and_dispatch(spark, str(base / "plain"), n, t, "plain", {}, [])
+        del plain
+        shutil.rmtree(base / "plain", ignore_errors=True)
+    if "put" in jobs and n <= args.many_max:
         many = [(f"GID_many{i}", s, "SQL92") for i, s in enumerate(many_selectors())]
         put_and_dispatch(spark, str(base / "many"), n, t, "63 SQL92 subscriptions", {}, many)
         shutil.rmtree(base / "many", ignore_errors=True)
-    store = put_and_dispatch(spark, str(base / "promoted"), n, t, "3 promoted + 2 subscriptions' bits",
-                             {"promoted_properties": PROMOTED},
-                             [(GROUP, SELECTOR, "SQL92"), ("GID_tags", TAGS, "TAG")])
-    import_job(spark, base / "import", min(n, args.import_max), t)
-    reads = read_jobs(spark, store, n, t, args.repeat)
-    groups = group_jobs(spark, store, t, args.repeat)
-    notes += pull_jobs(spark, store, t, args.pulls)
-    source = source_jobs(spark, store, t, args.repeat)
+    store = None
+    if {"put", "reads", "groups", "pulls", "source"} & set(jobs):   # the store the reads share
+        store = put_and_dispatch(spark, str(base / "promoted"), n, t, "3 promoted + 2 subscriptions' bits",
+                                 {"promoted_properties": PROMOTED},
+                                 [(GROUP, SELECTOR, "SQL92"), ("GID_tags", TAGS, "TAG")])
+    if "import" in jobs:
+        import_job(spark, base / "import", min(n, args.import_max), t)
     ratio = lambda a, b: a / b if b else float("inf")  # noqa: E731
-    if "DuckDB, typed columns" in reads:
-        notes.append(f"promoted read_messages / DuckDB on the typed columns: "
-                     f"{ratio(reads['read_messages, promoted'], reads['DuckDB, typed columns']):.2f}x (target <= 1.5)")
-    notes.append(f"raw-map read / read_consume_queue with bits: "
-                 f"{ratio(reads['read_messages, raw map'], reads['read_consume_queue, bits']):.2f}x (target >= 10)")
-    notes.append(f"replay_group / read_messages writing the same rows: "
-                 f"{ratio(groups['replay_group, 8 consumers'], groups['read_messages, same subscription']):.2f}x "
-                 f"(target <= 1.5)")
-    notes.append(f"source / read_messages: {ratio(source['rocketmq source, batch read'], source['read_messages, same read']):.2f}x time")
+    if "reads" in jobs:
+        reads = read_jobs(spark, store, n, t, args.repeat)
+        if "DuckDB, typed columns" in reads:
+            notes.append(f"promoted read_messages / DuckDB on the typed columns: "
+                         f"{ratio(reads['read_messages, promoted'], reads['DuckDB, typed columns']):.2f}x "
+                         "(target <= 1.5)")
+        notes.append(f"raw-map read / read_consume_queue with bits: "
+                     f"{ratio(reads['read_messages, raw map'], reads['read_consume_queue, bits']):.2f}x (target >= 10)")
+    if "groups" in jobs:
+        groups = group_jobs(spark, store, t, args.repeat)
+        notes.append(f"replay_group / read_messages writing the same rows: "
+                     f"{ratio(groups['replay_group, 8 consumers'], groups['read_messages, same subscription']):.2f}x "
+                     f"(target <= 1.5)")
+    if "pulls" in jobs:
+        notes += pull_jobs(spark, store, t, args.pulls)
+    if "source" in jobs:
+        source = source_jobs(spark, store, t, args.repeat)
+        notes.append(f"source / read_messages: "
+                     f"{ratio(source['rocketmq source, batch read'], source['read_messages, same read']):.2f}x time")
     notes.append(memory.report())
     shutil.rmtree(base / "promoted", ignore_errors=True)
     return t, notes
@@ -398,6 +421,9 @@ def main(argv=None, spark=None) -> int:
     parser.add_argument("--profile", metavar="DIR",
                         help="write Spark's event log to DIR and print where each job's time goes "
                              "(bench/spark_profile.py) once the session has stopped")
+    parser.add_argument("--jobs", type=parse_jobs, default=JOBS,
+                        help=f"comma-separated, of {','.join(JOBS)} (default: all); every job but "
+                             "import runs on the promoted store, built once a size")
     args = parser.parse_args(argv)
     sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
 

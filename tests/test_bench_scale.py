@@ -49,3 +49,12 @@ def test_scale_runs_at_a_tiny_size(spark, scale, tmp_path, capsys):
                 "single pull (arrow), tail of queue 3, SQL92", "single pull (spark), head of queue 3, TAG",
                 "rocketmq source, batch read", "JVM heap peak"):
         assert job in out, job
+
+
+def test_jobs_are_chosen_by_name(scale):
+    import argparse
+
+    assert scale.parse_jobs("groups, reads") == ("groups", "reads")
+    for bad in ("groups,replay", ""):
+        with pytest.raises(argparse.ArgumentTypeError, match="choose from put, import, reads"):
+            scale.parse_jobs(bad)
