@@ -26,6 +26,7 @@ UNLABELLED = "(unlabelled)"   # jobs run without a description; shown only when 
 @dataclass
 class Stage:
     stage_id: int
+    call_site: str = ""      # where the job was started, "collect at importer.py:234"
     operators: List[str] = field(default_factory=list)
     tasks: int = 0
     start: int = 0
@@ -71,6 +72,12 @@ def _lines(path: Path) -> Iterable[str]:
             yield from lines
 
 
+def _short_call_site(name: str) -> str:
+    """``collect at /a/b/importer.py:234`` -> ``collect at importer.py:234``."""
+    action, sep, where = name.partition(" at ")
+    return f"{action}{sep}{where.rsplit('/', 1)[-1]}" if sep else name
+
+
 def read_events(path: Path) -> Tuple[List[Job], Dict[int, Stage]]:
     jobs: Dict[int, Job] = {}
     stages: Dict[int, Stage] = {}
@@ -86,6 +93,7 @@ def read_events(path: Path) -> Tuple[List[Job], Dict[int, Stage]]:
             info = e["Stage Info"]
             s = stages.setdefault(info["Stage ID"], Stage(info["Stage ID"]))
             s.operators = _operators(info)
+            s.call_site = _short_call_site(info.get("Stage Name", ""))
             s.start, s.end = info.get("Submission Time", 0), info.get("Completion Time", 0)
         elif kind == "SparkListenerTaskEnd":
             m = e.get("Task Metrics") or {}
@@ -144,7 +152,7 @@ def summarize(path: Path, label_prefix: str = "", walls: Optional[Dict[str, floa
                     f"({cpu:6.2f} JVM CPU, {s.gc_ms / 1000:5.2f} GC, {max(0.0, run - cpu):6.2f} other), "
                     f"in {s.input_bytes / MB:7.1f} MB, shuffle {s.shuffle_read / MB:6.1f} -> "
                     f"{s.shuffle_write / MB:6.1f} MB, spill {s.spill_disk / MB:5.1f} MB: "
-                    f"{', '.join(s.operators[:6])}")
+                    f"{s.call_site + '; ' if s.call_site else ''}{', '.join(s.operators[:6])}")
     return "\n".join(out)
 
 

@@ -37,6 +37,7 @@ def _job(job, stage, label, start, end):
              "Properties": props},
             {"Event": "SparkListenerStageCompleted", "Stage Info": {
                 "Stage ID": stage, "Submission Time": start, "Completion Time": end,
+                "Stage Name": "collect at /x/rocketfilter/store/importer.py:234",
                 "RDD Info": [{"Scope": scope}, {"Scope": json.dumps({"id": "1", "name": "WholeStageCodegen (1)"})}]}},
             {"Event": "SparkListenerJobEnd", "Job ID": job, "Completion Time": end}]
 
@@ -55,7 +56,7 @@ def test_a_rolling_log_is_summed_per_label(profile, tmp_path):
     assert out[0] == "1,000 replay: 2 Spark jobs, 3.00 s inside them of 3.50 s (0.50 s on the driver outside jobs)"
     assert out[1].startswith("  stage    0    2.00 s wall,    2 tasks,    2.00 s task (  1.20 JVM CPU,  0.02 GC,"
                              "   0.80 other), in     4.0 MB, shuffle    4.0 ->    2.0 MB, spill   3.0 MB: ")
-    assert out[1].endswith("FlatMapGroupsInArrow")
+    assert out[1].endswith("MB: collect at importer.py:234; FlatMapGroupsInArrow")
     assert len(out) == 3   # the unlabelled job is left out unless asked for
     assert profile.summarize(log, "(unlabelled)").startswith("(unlabelled): 1 Spark jobs, 1.00 s")
 
