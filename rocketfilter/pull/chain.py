@@ -102,6 +102,8 @@ def pull_chain(queue: PreparedQueue, start_offset: int, *, min_offset: int, max_
     ``None`` when the general loop must run: a condition of the module fails, the start is not
     an entry, or the pulls would leave the data before ``stop_at``."""
     qo = queue.queue_offset
+    if max_pulls is not None and max_pulls < 1:
+        return None           # no pull at all: the general loop's answer
     if not (min_offset <= start_offset < max_offset) or not chain_applies(queue):
         return None
     i = start_offset - int(qo[0])

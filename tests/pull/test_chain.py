@@ -117,3 +117,9 @@ def test_chain_declines_what_it_cannot_answer(case, applies):
     a[3][case.get("removed_at", 0)] = True
     queue = PreparedQueue(*a, max_msg_nums=32, max_offset_py=int(a[1][-1] + a[2][-1]))
     assert chain_applies(queue) is applies
+
+
+def test_no_pull_when_none_is_allowed():
+    queue = model.make_queue([10] * 20)
+    for max_pulls in (0, 1, 2):
+        _check(queue, PullLimits(), 2, 200, 0, None, max_pulls=max_pulls)
