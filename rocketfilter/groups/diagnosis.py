@@ -93,8 +93,12 @@ class GroupDiagnosis:
             frames = [outcome_counts(o, broadcasting) for o in self._outcomes.values()]
             self._counts = {"message": {}, "consumed": {}, "lost": {}}
             if frames:
+                looked_up: Dict[tuple, Optional[tuple]] = {}   # counts share first messages
                 for r in reduce(DataFrame.unionByName, frames).collect():
-                    example = self._example(r["topic"], r["example_position"])
+                    where = (r["topic"], r["example_position"])
+                    if where not in looked_up:
+                        looked_up[where] = self._example(*where)
+                    example = looked_up[where]
                     self._counts[r["kind"]][(r["topic"], r["reason"], r["client_id"])] = (r["n"], example)
         return self._counts
 
