@@ -204,9 +204,9 @@ def _queue_function(*, output: str, max_msg_nums: int, max_offset_py: int, limit
 
         qo = col("queue_offset", np.int64)
         pos = col("commitlog_offset", np.int64)
-        names = table.column_names
-        present = col("cl_present", bool) if "cl_present" in names else pos >= min_commitlog_offset
-        cl_match = col("cl_match", bool) if "cl_match" in names else np.ones(len(qo), bool)
+        sent = table.column_names
+        present = col("cl_present", bool) if "cl_present" in sent else pos >= min_commitlog_offset
+        cl_match = col("cl_match", bool) if "cl_match" in sent else np.ones(len(qo), bool)
         arrays = (qo, pos, col("size", np.int64), col("cq_match", bool), present, cl_match)
         bounds = dict(start_offset=_per_queue(start_offsets, qkey), end_offset=_per_queue(end_offsets, qkey),
                       max_msg_nums=max_msg_nums, min_offset=_per_queue(min_offsets, qkey),

@@ -67,14 +67,14 @@ def chain_applies(queue: PreparedQueue) -> bool:
     return bool(np.all(worst <= queue.bytes_limit))
 
 
-def _ends(queue: PreparedQueue, max_offset: int) -> np.ndarray:
-    """For every start entry ``i``: the index where a pull from it stops scanning."""
+def _ends(queue: PreparedQueue, max_offset: int, found_pos: np.ndarray) -> np.ndarray:
+    """For every start entry ``i``: the index where a pull from it stops scanning.
+    ``found_pos``: the indexes of the found entries."""
     qo, n, limits = queue.queue_offset, len(queue.queue_offset), queue.limits
     idx = np.arange(n, dtype=np.int64)
     units = limits.consume_queue_units_per_file
     reach = np.minimum(units - qo % units, max_offset - qo)
     ends = np.minimum(idx + np.minimum(reach, limits.window_entries(queue.max_msg_nums)), n)
-    found_pos = np.flatnonzero(queue.found0)
     before = queue.found_count[:n]           # found messages before each entry
     limit = queue.count_limit
     # count_limit is constant on each side of the in-memory boundary (positions are in order).
@@ -110,20 +110,20 @@ def pull_chain(queue: PreparedQueue, start_offset: int, *, min_offset: int, max_
     n = len(qo)
     if not 0 <= i < n:
         return None
-    nxt = _ends(queue, max_offset).tolist()
+    found_pos = np.flatnonzero(queue.found0)
+    nxt = _ends(queue, max_offset, found_pos).tolist()
     last = stop_at - int(qo[0])
-    starts = []
+    starts, ends = [], []
     while True:
-        starts.append(i)
         j = nxt[i]
+        starts.append(i)
+        ends.append(j)
         if j >= last or (max_pulls is not None and len(starts) >= max_pulls):
             break
         if j >= n:            # the next pull finds no entry here: the general loop decides
             return None
         i = j
-    s = np.array(starts, dtype=np.int64)
-    e = np.array([nxt[x] for x in starts], dtype=np.int64)
-    found_pos = np.flatnonzero(queue.found0)
+    s, e = np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
     lo, hi = np.searchsorted(found_pos, [s[0], e[-1]])
     entries = found_pos[lo:hi]
     pull = (np.searchsorted(s, entries, side="right") - 1).astype(np.int32)
