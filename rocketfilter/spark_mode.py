@@ -142,6 +142,23 @@ def set_conf(spark, values: Mapping[str, str]) -> Dict[str, Optional[str]]:
     return applied
 
 
+def get_conf(spark, keys) -> Dict[str, Optional[str]]:
+    """Each key's value in ``spark``'s session conf, None when unset or not shown (one round trip
+    on Spark Connect)."""
+    if is_connect(spark):
+        try:
+            return {k: v for k, v in _connect_get(spark, list(keys)).items()}
+        except PySparkException:
+            return {k: None for k in keys}
+    found: Dict[str, Optional[str]] = {}
+    for key in keys:
+        try:
+            found[key] = spark.conf.get(key, None)
+        except PySparkException:
+            found[key] = None
+    return found
+
+
 def restore_conf(spark, previous: Mapping[str, Optional[str]]) -> None:
     """Put back what :func:`set_conf` changed: the previous values, unsetting keys that had none."""
     back = {k: v for k, v in previous.items() if v is not None}

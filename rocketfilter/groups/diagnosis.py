@@ -18,6 +18,7 @@ from typing import Dict, List, Optional, Tuple, Union
 
 from pyspark.sql import DataFrame
 
+from rocketfilter.arrow_batches import rows_only
 from rocketfilter.checks import check_max_msg_nums
 from rocketfilter.consumer.group import ConsumerGroup
 from rocketfilter.consumer.message_queue import MessageQueue
@@ -25,6 +26,7 @@ from rocketfilter.groups.message_locate import at_position
 from rocketfilter.groups.outcomes import (LOST_REASONS, LOST_SCHEMA, lost_messages, message_outcomes, outcome_counts,
                                           position_of)
 from rocketfilter.groups.plan import GroupPlan, plan_group_pulls, resolve_group
+from rocketfilter.pull.batch import LOOP_ROW_BYTES
 from rocketfilter.groups.replay import REPLAY_COLUMNS, REPLAY_SCHEMA, group_deliveries
 from rocketfilter.store import schema as S
 from rocketfilter.tags import TAG, SubscriptionData, is_tag_type
@@ -94,7 +96,9 @@ class GroupDiagnosis:
             self._counts = {"message": {}, "consumed": {}, "lost": {}}
             if frames:
                 looked_up: Dict[tuple, Optional[tuple]] = {}   # counts share first messages
-                for r in reduce(DataFrame.unionByName, frames).collect():
+                with rows_only(self._store.spark, LOOP_ROW_BYTES):
+                    counted = reduce(DataFrame.unionByName, frames).collect()
+                for r in counted:
                     where = (r["topic"], r["example_position"])
                     if where not in looked_up:
                         looked_up[where] = self._example(*where)

@@ -26,9 +26,10 @@ from typing import Dict, List, Mapping, Optional, Sequence, Union
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from rocketfilter.arrow_batches import rows_only
 from rocketfilter.checks import check_max_msg_nums
 from rocketfilter.consumer.group import ConsumerGroup
-from rocketfilter.pull.batch import pull_sequence
+from rocketfilter.pull.batch import LOOP_ROW_BYTES, pull_sequence
 from rocketfilter.pull.get_message import pull_limits
 from rocketfilter.groups.plan import GroupPlan, OffsetSpec, plan_group_pulls, resolve_group
 from rocketfilter.pull.scan import is_sql_filter
@@ -157,8 +158,9 @@ def final_offsets(store, plan: GroupPlan, max_msg_nums: int = 32) -> Dict[int, i
         return {}
     pulls = filter_deliveries(store, plan, flagged_entries(store, plan, queues, message_columns=False),
                               max_msg_nums, output="pulls")
-    last = pulls.groupBy("filter_index", "queue_id").agg(
-        F.max_by("next_begin_offset", "pull_number").alias("next_begin_offset")).collect()
+    with rows_only(store.spark, LOOP_ROW_BYTES):
+        last = pulls.groupBy("filter_index", "queue_id").agg(
+            F.max_by("next_begin_offset", "pull_number").alias("next_begin_offset")).collect()
     by_unit = {(r["filter_index"], r["queue_id"]): r["next_begin_offset"] for r in last}
     offsets: Dict[int, int] = {}
     for c in plan.consumers.values():

@@ -308,6 +308,9 @@ def pull_sequence(df, *, max_msg_nums: int, max_offset_py: int,
 
 
 GROUP_KEY = "_pull_group"
+# A bound on a loop input row's bytes (positions, sizes, flags and short keys), for the jobs
+# that run the loop inside ``arrow_batches.rows_only``.
+LOOP_ROW_BYTES = 4096
 
 
 def _split(table: pa.Table, names: Tuple[str, ...]):

@@ -17,6 +17,7 @@ from typing import Dict, List, Optional
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from rocketfilter.arrow_batches import rows_only
 from rocketfilter.spark_mode import default_parallelism
 from rocketfilter.spark_progress import ProgressOption, progress_block
 from rocketfilter.store import schema as S
@@ -88,6 +89,11 @@ def _bitmap_column(tables: StoreTables, topics: List[str], promoted: Dict[str, s
     return branches
 
 
+# A ConsumeQueue row: a topic (127 characters at most), numbers and a filter bitmap of a few
+# hundred bytes; a generous bound for the Arrow batches that write them.
+_CQ_ROW_BYTES = 4096
+
+
 def write_consumequeue(tables: StoreTables, rows: DataFrame, n_rows: Optional[int] = None) -> list:
     """Write ConsumeQueue rows clustered by (topic, queue_id, queue_offset), one queue per file,
     so each file's statistics bound one stretch of one queue and a window read touches one or
@@ -105,10 +111,11 @@ def write_consumequeue(tables: StoreTables, rows: DataFrame, n_rows: Optional[in
     table = tables.consumequeue
     table._check_writable()
     ordered = ordered.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in table.schema.fields])
-    return write_dataframe(ordered, table.uri, table.arrow_schema, table.stats_columns,
-                           max_rows_per_file=per_file, split_on=("topic", "queue_id"),
-                           row_group_rows=tables.config.consume_queue_row_group_rows,
-                           storage_options=table.storage_options)
+    with rows_only(tables.spark, _CQ_ROW_BYTES):
+        return write_dataframe(ordered, table.uri, table.arrow_schema, table.stats_columns,
+                               max_rows_per_file=per_file, split_on=("topic", "queue_id"),
+                               row_group_rows=tables.config.consume_queue_row_group_rows,
+                               storage_options=table.storage_options)
 
 
 def _ranges(written: list) -> List[dict]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
+from rocketfilter.arrow_batches import rows_only
 from rocketfilter.spark_mode import default_parallelism
 from rocketfilter.spark_progress import ProgressOption, progress_block
 from rocketfilter.store import schema as S
@@ -72,7 +73,8 @@ def _import(tables: StoreTables, scanned, shown=None):
     # One pass: each queue's end and the log's marks (the log's are its queues' extremes).
     queue_ends = (cl.groupBy("topic", "queue_id")
                   .agg(F.max("queue_offset").alias("last"), F.min("commitlog_offset").alias("lo"),
-                       F.max(F.col("commitlog_offset") + F.col("store_size")).alias("hi"))
+                       F.max(F.col("commitlog_offset") + F.col("store_size")).alias("hi"),
+                       F.max("store_size").alias("widest"))
                   .collect())
     data_end = max((int(r["hi"]) for r in queue_ends), default=0)
     state = CommitLogState(
@@ -95,7 +97,9 @@ def _import(tables: StoreTables, scanned, shown=None):
     if not scanned.in_offset_order or scanned.commitlog_tasks < min(default_parallelism(tables.spark), files):
         rows = (rows.repartitionByRange(files, "commitlog_offset")
                 .sortWithinPartitions("commitlog_offset"))
-    adds = table.write(rows)
+    # A row holds its record's fields, and its properties again in the promoted columns.
+    with rows_only(tables.spark, 2 * max((int(r["widest"]) for r in queue_ends), default=0) + 4096):
+        adds = table.write(rows)
     _phase(shown, "committing")   # the CommitLog's commit, then the ConsumeQueue's and the dispatch
     table.commit(adds, expected_version=version, custom_metadata=state.to_metadata(),
                  operation="WRITE")

@@ -30,7 +30,9 @@ from rocketfilter.store.promote import promote_configured
 from rocketfilter.store.promoted import with_promoted
 from rocketfilter.store.put_input import (INPUT_SCHEMA, PutMessageError, as_dict, check_limits, conform,
                                           messages_from_list)
-from rocketfilter.store.put_offsets import assign_and_write, check_sizes, count_rows, plan_offsets, store_host_prefix
+from rocketfilter.arrow_batches import rows_only
+from rocketfilter.store.put_offsets import (assign_and_write, check_sizes, count_rows, plan_offsets,
+                                            store_host_prefix, widest_row)
 from rocketfilter.delta.retry import retry_on_conflict
 from rocketfilter.store.tables import StoreTables
 from rocketfilter.store.topics import create_topic, topics
@@ -218,10 +220,11 @@ def put_messages(tables: StoreTables, messages, *, progress: ProgressOption = Fa
         now = int(time.time() * 1000)
         table._check_writable()
         # The promoted columns the table has now (a retry after a promote sees the new ones).
-        rows = (_finish(prepared, store_host, now, table.schema)
-                .mapInArrow(assign_and_write(plan, table, store_host_prefix(store_host),
-                                              tables.config.commit_log_row_group_rows), RESULT_DDL)
-                .collect())
+        written = (_finish(prepared, store_host, now, table.schema)
+                   .mapInArrow(assign_and_write(plan, table, store_host_prefix(store_host),
+                                                 tables.config.commit_log_row_group_rows), RESULT_DDL))
+        with rows_only(spark, widest_row(counts)):
+            rows = written.collect()
         adds = table._adds([r.asDict() for r in rows], True)
         try:
             table.commit(adds, expected_version=version, custom_metadata=new_state.to_metadata(),

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
+from rocketfilter.arrow_batches import rows_only
 from rocketfilter.store.put_input import PutMessageError, body_too_large, properties_too_long
 from rocketfilter.store.state import CommitLogState
 
@@ -51,12 +52,25 @@ def _count_partition(batches):
         ("n", pa.int64()), ("bytes", pa.int64()), ("body", pa.int64()), ("wire", pa.int64())]))
 
 
+# Pass 1's rows: a topic name and four numbers (a generous bound: a topic has 127 characters).
+_COUNT_ROW_BYTES = 1024
+
+
 def count_rows(df: DataFrame) -> List[tuple]:
     # Only these columns travel to Python (profiled: shipping whole rows made this pass
     # as costly as the write).
-    return (df.select("topic", "queue_id", "store_size", "_body_size", "_wire")
-            .mapInArrow(_count_partition, "p int, topic string, queue_id long, n long, bytes long, "
-                                          "body long, wire long").collect())
+    counted = (df.select("topic", "queue_id", "store_size", "_body_size", "_wire")
+               .mapInArrow(_count_partition, "p int, topic string, queue_id long, n long, "
+                                             "bytes long, body long, wire long"))
+    with rows_only(df.sparkSession, _COUNT_ROW_BYTES):
+        return counted.collect()
+
+
+def widest_row(counts: List[tuple]) -> int:
+    """A bound on pass 2's row bytes from pass 1's counts: the largest body and properties
+    string, the properties again for the promoted columns and the table's fixed columns."""
+    return max((int(r["body"] or 0) + 3 * int(r["wire"] or 0) + 4 * len(r["topic"] or "") + 4096
+                for r in counts), default=4096)
 
 
 def check_sizes(counts: List[tuple], max_message_size: int) -> None:
