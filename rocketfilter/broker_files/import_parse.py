@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from typing import Dict, Iterator, List, Tuple
 
+import numpy as np
 import pyarrow as pa
 
 from rocketfilter.broker_files.records import StoreFormatError
@@ -103,39 +104,57 @@ def _commitlog_rows(tasks: List[List[Tuple[str, str, int, int]]], source: str, s
 def _consumequeue_rows(groups: List[List[Tuple[str, int, List[Tuple[str, str, int]]]]], source: str,
                        schema: pa.Schema):
     """The mapInArrow function parsing the queues of ``groups[id]`` (topic, queue id, files) into
-    batches of ``schema`` (the importer's parsed consume-queue rows)."""
-    columns = list(schema.names)
+    batches of ``schema`` (the importer's parsed consume-queue rows), one batch per file."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from rocketfilter.broker_files.records import CQ_UNIT_SIZE, iter_consumequeue_file
-
         filesystem, _ = _filesystem(source)
         for batch in batches:
             for g in batch.column(0).to_pylist():
                 for topic, queue_id, files in groups[g]:
-                    def add(**values) -> None:
-                        values.update(topic=topic, queue_id=queue_id)
-                        for c in columns:
-                            rows[c].append(values.get(c))
-
-                    for k, (name, path, start) in enumerate(files):  # one batch per file
-                        rows: Dict[str, list] = {c: [] for c in columns}
+                    for k, (name, path, start) in enumerate(files):
                         with filesystem.open_input_file(path) as f:
                             data = f.read()
-                        end = 0
-                        try:
-                            for u in iter_consumequeue_file(data, name, start):
-                                add(**u, _kind="unit", _file=name, _file_position=u["file_position"])
-                                end = u["file_position"] + CQ_UNIT_SIZE
-                        except StoreFormatError as exc:
-                            add(queue_offset=-1, commitlog_offset=-1, size=0, _kind="error", _file=name,
-                                _file_position=exc.byte_offset, _reason=exc.reason)
-                        else:
-                            if k + 1 < len(files) and end < len(data) and not data[-CQ_UNIT_SIZE:].strip(b"\0"):
-                                add(queue_offset=-1, commitlog_offset=-1, size=0, _kind="error", _file=name,
-                                    _file_position=end, _reason="consume-queue file ends here, but a"
-                                                                " later file of this queue exists")
-                        if rows["_kind"]:
-                            yield pa.RecordBatch.from_pydict(rows, schema=schema)
+                        out = consumequeue_file_batch(data, name, start, topic, queue_id, schema,
+                                                      later_file=k + 1 < len(files))
+                        if out.num_rows:
+                            yield out
 
     return run
+
+
+def consumequeue_file_batch(data: bytes, name: str, start: int, topic: str, queue_id: int,
+                            schema: pa.Schema, *, later_file: bool) -> pa.RecordBatch:
+    """One consume-queue file's rows of ``schema``: its units, then its damage (a bad unit, or a
+    file that ends early although ``later_file`` says the queue goes on)."""
+    from rocketfilter.broker_files.cq_columns import consumequeue_columns
+    from rocketfilter.broker_files.records import CQ_UNIT_SIZE
+
+    units, error = consumequeue_columns(data, name, start)
+    n = len(units["queue_offset"])
+    extra: List[Tuple[int, str]] = []
+    if error is not None:
+        extra.append((error.byte_offset, error.reason))
+    else:
+        end = int(units["file_position"][-1]) + CQ_UNIT_SIZE if n else 0
+        if later_file and end < len(data) and not data[-CQ_UNIT_SIZE:].strip(b"\0"):
+            extra.append((end, "consume-queue file ends here, but a later file of this queue exists"))
+    m = len(extra)
+
+    def then(values: np.ndarray, filler) -> pa.Array:   # the units' values, then the damage's
+        return pa.array(np.concatenate([values, np.full(m, filler, values.dtype)]))
+
+    columns = {
+        "topic": pa.array([topic] * (n + m), pa.string()),
+        "queue_id": pa.array(np.full(n + m, queue_id, np.int64)),
+        "queue_offset": then(units["queue_offset"], -1),
+        "commitlog_offset": then(units["commitlog_offset"], -1),
+        "size": then(units["size"], 0),
+        "tags_code": pa.array(np.concatenate([units["tags_code"], np.zeros(m, np.int64)]),
+                              mask=np.concatenate([units["tags_is_ext"], np.ones(m, bool)])),
+        "_kind": pa.array(["unit"] * n + ["error"] * m, pa.string()),
+        "_file": pa.array([name] * (n + m), pa.string()),
+        "_file_position": pa.array(np.concatenate([units["file_position"],
+                                                   np.array([e[0] for e in extra], np.int64)])),
+        "_reason": pa.array([None] * n + [e[1] for e in extra], pa.string()),
+    }
+    return pa.RecordBatch.from_arrays([columns[f.name].cast(f.type) for f in schema], schema=schema)
