@@ -105,11 +105,13 @@ def _import(tables: StoreTables, scanned, shown=None):
                  operation="WRITE")
 
     cq, report.cq_units_rebuilt = _with_rebuilt_units(tables, cl, scanned.consumequeue, report)
-    ranges = (cq.groupBy("topic", "queue_id")
-              .agg(F.min("queue_offset").alias("lo"), F.max("queue_offset").alias("hi"),
-                   F.count(F.lit(1)).alias("n"),
-                   F.max(F.col("commitlog_offset") + F.col("size")).alias("end"))
-              .collect())
+    ranges = scanned.unit_ranges   # counted by the validation, unless units were rebuilt since
+    if report.cq_units_rebuilt or ranges is None:
+        ranges = (cq.groupBy("topic", "queue_id")
+                  .agg(F.min("queue_offset").alias("lo"), F.max("queue_offset").alias("hi"),
+                       F.count(F.lit(1)).alias("n"),
+                       F.max(F.col("commitlog_offset") + F.col("size")).alias("end"))
+                  .collect())
     dispatched = max((int(r["end"]) for r in ranges), default=state.min_commitlog_offset)
     cq_state = ConsumeQueueState(dispatched, {})
     for r in ranges:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -75,6 +75,13 @@ class ImportReport:
         return sum(1 for d in self.damaged if d.file.startswith("commitlog/"))
 
 
+def _whole_waves(spark: SparkSession, tasks: int) -> int:
+    """``tasks`` rounded up to a multiple of the cores (at least one each): with 3 tasks on 2
+    cores, the third ran alone and the parse took a third longer (bench/scale.py, 2M)."""
+    cores = default_parallelism(spark)
+    return max(1, -(-tasks // cores)) * cores
+
+
 def _one_per_partition(spark: SparkSession, n: int) -> DataFrame:
     """ids 0..n-1, each in its own partition (so each becomes one task)."""
     return spark.range(0, n, 1, n)
@@ -114,12 +121,14 @@ class ImportedStore:
             F.col("r_store_timestamp").alias("store_timestamp"),
             F.lit(None).cast("binary").alias("filter_bitmap"))
         self._report: Optional[ImportReport] = None
+        # (topic, queue_id, n, lo, hi, end) of :attr:`consumequeue`'s units per queue, once validated.
+        self.unit_ranges: Optional[List[dict]] = None
 
     def _parse_commitlog(self, files: List[Tuple[str, str, int, int]], source: str) -> DataFrame:
         if not files:
             return self.spark.createDataFrame([], PARSED_COMMITLOG_SCHEMA)
         total = sum(f[3] for f in files)
-        n = min(len(files), max(default_parallelism(self.spark), -(-total // max(self.task_bytes, 1))))
+        n = min(len(files), _whole_waves(self.spark, -(-total // max(self.task_bytes, 1))))
         # Consecutive runs of files, n runs of near-equal count (the files have one size).
         tasks = [files[len(files) * i // n:len(files) * (i + 1) // n] for i in range(n)]
         self.commitlog_tasks = n
@@ -131,7 +140,7 @@ class ImportedStore:
             return self.spark.createDataFrame([], PARSED_CQ_SCHEMA)
         # Pack queues into tasks of ~task_bytes, at least one per core, greedily by size.
         total = sum(z for files in queues.values() for *_, z in files)
-        n = min(len(queues), max(default_parallelism(self.spark), -(-total // max(self.task_bytes, 1))))
+        n = min(len(queues), _whole_waves(self.spark, -(-total // max(self.task_bytes, 1))))
         groups: List[list] = [[] for _ in range(n)]
         loads = [0] * n
         for (topic, queue_id), files in sorted(queues.items(), key=lambda kv: -sum(f[3] for f in kv[1])):
@@ -235,7 +244,17 @@ class ImportedStore:
         damage += unit_errors
         exact += len(unit_errors)
         checked = self._check_units("full")
-        counts = {r["_problem"]: r["count"] for r in checked.groupBy("_problem").count().collect()}
+        # One job: each problem's count, and the imported units' ranges per queue (for the
+        # ConsumeQueue's marks, so the import need not join the units with their records again).
+        per_queue = (checked.groupBy("_problem", "topic", "queue_id")
+                     .agg(F.count(F.lit(1)).alias("n"), F.min("queue_offset").alias("lo"),
+                          F.max("queue_offset").alias("hi"),
+                          F.max(F.col("commitlog_offset") + F.col("size")).alias("end"))
+                     .collect())
+        counts: Dict[Optional[str], int] = {}
+        for r in per_queue:
+            counts[r["_problem"]] = counts.get(r["_problem"], 0) + r["n"]
+        self.unit_ranges = [r.asDict() for r in per_queue if r["_problem"] is None]
         # A record a unit of another queue points at is damage too (unless already counted as
         # out of range); neither is imported.
         claimed = checked.filter((F.col("_problem") == "queue") & ~self._queue_out_of_range("r_"))
