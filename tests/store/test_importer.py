@@ -221,3 +221,26 @@ def test_a_misnamed_queue_directory_is_damage_too(spark, sample, tmp_path_factor
     shutil.copytree(root / "consumequeue" / "TopicTest" / "0", root / "consumequeue" / "TopicTest" / "x")
     with pytest.raises(StoreFormatError, match="not a consumequeue/<topic>/<queueId>"):
         scan_store(spark, str(root), persist=False).validate()
+
+
+def _cached_compressed(spark, df) -> bool:
+    """Whether Spark's cache of ``df`` compresses its columns (the setting its plan was made with)."""
+    found = spark._jsparkSession.sharedState().cacheManager().lookupCachedData(df._jdf)
+    assert found.isDefined(), "not cached"
+    return found.get().cachedRepresentation().cacheBuilder().cachedPlan().conf().useCompression()
+
+
+def test_the_parse_is_cached_uncompressed_and_the_session_left_as_it_was(spark, sample):
+    key = "spark.sql.inMemoryColumnarStorage.compressed"
+    for before in (None, "true"):
+        if before is not None:
+            spark.conf.set(key, before)
+        store = scan_store(spark, str(sample))
+        try:
+            assert spark.conf.get(key, None) == before   # set only while the parse was persisted
+            assert not _cached_compressed(spark, store._parsed)
+            assert not _cached_compressed(spark, store._units)
+            assert store.validate().messages > 0
+        finally:
+            store.unpersist()
+            spark.conf.unset(key)
