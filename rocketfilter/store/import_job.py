@@ -74,7 +74,8 @@ def _import(tables: StoreTables, scanned, shown=None):
     queue_ends = (cl.groupBy("topic", "queue_id")
                   .agg(F.max("queue_offset").alias("last"), F.min("commitlog_offset").alias("lo"),
                        F.max(F.col("commitlog_offset") + F.col("store_size")).alias("hi"),
-                       F.max("store_size").alias("widest"))
+                       F.max(2 * F.col("store_size")
+                             + F.coalesce(F.length("body"), F.lit(0))).alias("widest"))
                   .collect())
     data_end = max((int(r["hi"]) for r in queue_ends), default=0)
     state = CommitLogState(
@@ -97,8 +98,9 @@ def _import(tables: StoreTables, scanned, shown=None):
     if not scanned.in_offset_order or scanned.commitlog_tasks < min(default_parallelism(tables.spark), files):
         rows = (rows.repartitionByRange(files, "commitlog_offset")
                 .sortWithinPartitions("commitlog_offset"))
-    # A row holds its record's fields, and its properties again in the promoted columns.
-    with rows_only(tables.spark, 2 * max((int(r["widest"]) for r in queue_ends), default=0) + 4096):
+    # A row holds its record's fields, its properties again in the promoted columns and its
+    # body as stored or, when the broker compressed it, inflated (hence the body's own length).
+    with rows_only(tables.spark, max((int(r["widest"] or 0) for r in queue_ends), default=0) + 4096):
         adds = table.write(rows)
     _phase(shown, "committing")   # the CommitLog's commit, then the ConsumeQueue's and the dispatch
     table.commit(adds, expected_version=version, custom_metadata=state.to_metadata(),

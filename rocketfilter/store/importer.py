@@ -78,7 +78,7 @@ class ImportReport:
 
 def _whole_waves(spark: SparkSession, tasks: int) -> int:
     """``tasks`` rounded up to a multiple of the cores (at least one each): with 3 tasks on 2
-    cores, the third ran alone and the parse took a third longer (bench/scale.py, 2M)."""
+    cores, the third ran alone while the other core idled (bench/scale.py, 2M)."""
     cores = default_parallelism(spark)
     return max(1, -(-tasks // cores)) * cores
 
