@@ -147,7 +147,7 @@ def get_conf(spark, keys) -> Dict[str, Optional[str]]:
     on Spark Connect)."""
     if is_connect(spark):
         try:
-            return {k: v for k, v in _connect_get(spark, list(keys)).items()}
+            return _connect_get(spark, list(keys))
         except PySparkException:
             return {k: None for k in keys}
     found: Dict[str, Optional[str]] = {}

@@ -144,17 +144,17 @@ def consumequeue_file_batch(data: bytes, name: str, start: int, topic: str, queu
         return pa.array(np.concatenate([values, np.full(m, filler, values.dtype)]))
 
     columns = {
-        "topic": pa.array([topic] * (n + m), pa.string()),
+        "topic": pa.repeat(pa.scalar(topic, pa.string()), n + m),
         "queue_id": pa.array(np.full(n + m, queue_id, np.int64)),
         "queue_offset": then(units["queue_offset"], -1),
         "commitlog_offset": then(units["commitlog_offset"], -1),
         "size": then(units["size"], 0),
         "tags_code": pa.array(np.concatenate([units["tags_code"], np.zeros(m, np.int64)]),
                               mask=np.concatenate([units["tags_is_ext"], np.ones(m, bool)])),
-        "_kind": pa.array(["unit"] * n + ["error"] * m, pa.string()),
-        "_file": pa.array([name] * (n + m), pa.string()),
+        "_kind": pa.concat_arrays([pa.repeat(pa.scalar("unit"), n), pa.repeat(pa.scalar("error"), m)]),
+        "_file": pa.repeat(pa.scalar(name, pa.string()), n + m),
         "_file_position": pa.array(np.concatenate([units["file_position"],
                                                    np.array([e[0] for e in extra], np.int64)])),
-        "_reason": pa.array([None] * n + [e[1] for e in extra], pa.string()),
+        "_reason": pa.concat_arrays([pa.nulls(n, pa.string()), pa.array([e[1] for e in extra], pa.string())]),
     }
     return pa.RecordBatch.from_arrays([columns[f.name].cast(f.type) for f in schema], schema=schema)

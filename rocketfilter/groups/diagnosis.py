@@ -26,8 +26,8 @@ from rocketfilter.groups.message_locate import at_position
 from rocketfilter.groups.outcomes import (LOST_REASONS, LOST_SCHEMA, lost_messages, message_outcomes, outcome_counts,
                                           position_of)
 from rocketfilter.groups.plan import GroupPlan, plan_group_pulls, resolve_group
-from rocketfilter.pull.batch import LOOP_ROW_BYTES
 from rocketfilter.groups.replay import REPLAY_COLUMNS, REPLAY_SCHEMA, group_deliveries
+from rocketfilter.pull.batch import LOOP_ROW_BYTES
 from rocketfilter.store import schema as S
 from rocketfilter.tags import TAG, SubscriptionData, is_tag_type
 
