@@ -80,7 +80,7 @@ class GroupDiagnosis:
         """What each consumer consumes, as ``replay_group`` gives it, over the diagnosed topics."""
         frames = []
         for plan in self.plans.values():
-            rows = group_deliveries(self._store, plan, self.max_msg_nums)
+            rows = group_deliveries(self._store, plan, self.max_msg_nums, kept_only=True)
             if rows is not None:
                 frames.append(rows.where("kept").select(*REPLAY_COLUMNS))
         if not frames:

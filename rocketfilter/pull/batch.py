@@ -7,6 +7,7 @@ each pull vectorised. :func:`pull_sequence` runs it per (topic, queue_id) with
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -34,7 +35,8 @@ __all__ = [
     "CQ_STORE_UNIT_SIZE", "DEFAULT_LIMITS", "MAX_PULL_MSG_SIZE", "PullLimits", "PreparedQueue",
     "WindowResult",
     "PullSequence", "get_message_window", "is_the_batch_full", "no_matched_logic_queue",
-    "pull_sequence_arrays", "delivered_entries", "pull_sequence", "get_message_from_dataframe", "INPUT_COLUMNS",
+    "pull_sequence_arrays", "delivered_entries", "pull_sequence", "group_placement", "get_message_from_dataframe",
+    "INPUT_COLUMNS",
     "ENTRY_SCHEMA", "PULL_SCHEMA",
 ]
 
@@ -256,7 +258,8 @@ def pull_sequence(df, *, max_msg_nums: int, max_offset_py: int,
                   end_offsets: QueueValue = None, min_offsets: QueueValue = None,
                   max_offsets: QueueValue = None, max_pulls: Optional[int] = None,
                   output: str = "entries", by: Sequence[str] = (), carry: Sequence[str] = (),
-                  topic: Optional[str] = None, min_commitlog_offset: Optional[int] = None):
+                  topic: Optional[str] = None, min_commitlog_offset: Optional[int] = None,
+                  groups: Optional[Sequence[Tuple[int, ...]]] = None):
     """:func:`pull_sequence_arrays` for every (topic, queue_id) of ``df``, in one Spark job.
 
     ``df`` has the columns :data:`INPUT_COLUMNS` (null flags count as false) and must hold every
@@ -274,6 +277,11 @@ def pull_sequence(df, *, max_msg_nums: int, max_offset_py: int,
     ``topic``, ``df`` holds that topic's rows only and needs no ``topic`` column; with
     ``min_commitlog_offset`` it needs no ``cl_present`` (an entry's record is present from that
     commit-log offset on); without a ``cl_match`` column every record matches (tag filters).
+
+    ``groups``, with ``topic``: the ``(*by, queue_id)`` keys of ``df``'s rows, when the caller
+    knows them. Each then gets a Spark partition of its own (:func:`group_placement`), so no sort
+    groups the rows and no hash puts two queues in one task while a core idles. A key left out
+    costs balance, never correctness.
     """
     if output not in ("entries", "pulls"):
         raise ValueError(f"output must be 'entries' or 'pulls', not {output!r}")
@@ -297,11 +305,17 @@ def pull_sequence(df, *, max_msg_nums: int, max_offset_py: int,
                        + [f"{name} {fields[name]}" for name in carry])
     from pyspark.sql import functions as F
 
-    # One long key rather than (*by, topic, queue_id): Spark then sorts the rows for the groups
-    # by radix on it instead of comparing rows whose keys tie across a whole queue.
     keys = [*by, "queue_id"] if topic is not None else [*by, "topic", "queue_id"]
-    out = (df.select(*by, *inputs, *carry, F.xxhash64(*keys).alias(GROUP_KEY)).groupBy(GROUP_KEY)
-           .applyInArrow(fn, schema=schema))
+    placement = group_placement(keys, groups) if topic is not None and groups else None
+    if placement is not None:
+        partition_id, partitions = placement
+        out = (df.select(*by, *inputs, *carry).repartitionById(partitions, partition_id)
+               .mapInArrow(_whole_partition(fn), schema=schema))
+    else:
+        # One long key rather than (*by, topic, queue_id): Spark then sorts the rows for the
+        # groups by radix on it instead of comparing rows whose keys tie across a whole queue.
+        out = (df.select(*by, *inputs, *carry, F.xxhash64(*keys).alias(GROUP_KEY)).groupBy(GROUP_KEY)
+               .applyInArrow(fn, schema=schema))
     if topic is None:
         return out
     return out.select(*[F.lit(topic).alias(c) if c == "topic" else c for c in columns])
@@ -311,6 +325,43 @@ GROUP_KEY = "_pull_group"
 # A bound on a loop input row's bytes (positions, sizes, flags and short keys), for the jobs
 # that run the loop inside ``arrow_batches.rows_only``.
 LOOP_ROW_BYTES = 4096
+
+
+# Partitions per known group at most, when its keys are sparse integers (queue ids with gaps).
+_SPARSE_PARTITIONS = 4
+
+
+def group_placement(keys: Sequence[str], groups: Sequence[Tuple[int, ...]]):
+    """``(partition id Column, partition count)`` that gives each of ``groups`` (tuples of
+    non-negative ints, one per column of ``keys``) its own partition: the keys' mixed-radix
+    number over their ranges. None when they are not such ints or too sparse for that."""
+    groups = list(set(groups))
+    if not all(len(g) == len(keys) and all(type(v) is int and v >= 0 for v in g) for g in groups):
+        return None
+    from pyspark.sql import functions as F
+
+    lows = [min(g[i] for g in groups) for i in range(len(keys))]
+    spans = [max(g[i] for g in groups) - lows[i] + 1 for i in range(len(keys))]
+    partitions = math.prod(spans)
+    if partitions > _SPARSE_PARTITIONS * len(groups):
+        return None
+    pid, stride = F.lit(0), 1
+    for name, low, span in reversed(list(zip(keys, lows, spans))):   # the last key varies fastest
+        pid = pid + (F.col(name).cast("int") - F.lit(low)) * F.lit(stride)
+        stride *= span
+    return pid, partitions
+
+
+def _whole_partition(fn: Callable) -> Callable:
+    """``fn`` (an ``applyInArrow`` function) over a whole partition, for ``mapInArrow``: the rows
+    of a partition from :func:`group_placement` are all one queue's (``fn`` splits the rest)."""
+    def run(batches):
+        batches = list(batches)
+        if not any(b.num_rows for b in batches):
+            return
+        yield from fn((), pa.Table.from_batches(batches)).to_batches()
+
+    return run
 
 
 def _split(table: pa.Table, names: Tuple[str, ...]):

@@ -89,7 +89,7 @@ def pull_sequence(store, topic: str, message_filter=None, *, max_msg_nums: int =
                             start_offsets=starts, end_offsets=ends,
                             min_offsets={key(q): lo for q, (lo, hi) in queues.items()},
                             max_offsets={key(q): hi for q, (lo, hi) in queues.items()},
-                            output=output)
+                            output=output, topic=topic, groups=[(q,) for q in queues])
     if output == "pulls" and empty:
         result = result.unionByName(_empty_queue_pulls(store, topic, empty, start_offsets, output))
     return result

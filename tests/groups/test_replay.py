@@ -307,3 +307,28 @@ def test_random_groups_lose_what_the_model_loses(store, messages):
     reasons = {reason for rows in got.values() for _, _, reason, _ in rows}
     assert {"dropped_by_client_recheck", "filtered_by_group_subscription", "filtered_by_own_subscription",
             "pull_refused", "queue_not_consumed"} <= reasons       # the cases cover every reason but skips
+
+
+def test_kept_only_deliveries_keep_the_same_rows(store):
+    """replay_group's ``kept_only`` (the CommitLog read only where some consumer keeps the tag,
+    joined inner) keeps exactly the rows the full deliveries keep, every column included."""
+    from rocketfilter.groups.plan import plan_group_pulls
+    from rocketfilter.groups.replay import REPLAY_COLUMNS, group_deliveries, kept_tags
+
+    frames, narrowed = [], 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for seed in CASES:
+            plan = plan_group_pulls(store, random_group(seed), MIXED, None, None)
+            narrowed += kept_tags(plan) is not None
+            for kept_only in (False, True):
+                rows = group_deliveries(store, plan, 3, kept_only=kept_only)
+                if rows is not None:
+                    frames.append(rows.where("kept").select(*REPLAY_COLUMNS)
+                                  .withColumns({"case": F.lit(seed), "kept_only": F.lit(kept_only)}))
+    got = {False: {}, True: {}}
+    for r in reduce(DataFrame.unionByName, frames).collect():
+        d = r.asDict()
+        got[d.pop("kept_only")].setdefault(d.pop("case"), []).append(tuple(d.values()))
+    assert {c: sorted(v) for c, v in got[True].items()} == {c: sorted(v) for c, v in got[False].items()}
+    assert narrowed >= 3 and sum(map(len, got[True].values())) > 100    # the narrowed path runs, and delivers

@@ -8,6 +8,7 @@ import dataclasses
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from rocketfilter.pull.batch import (
@@ -15,6 +16,7 @@ from rocketfilter.pull.batch import (
     PullLimits,
     get_message_from_dataframe,
     get_message_window,
+    group_placement,
     is_the_batch_full,
     no_matched_logic_queue,
     pull_sequence,
@@ -388,6 +390,52 @@ def test_spark_pull_sequence_matches_arrays(spark):
     assert len(got) == len(expected) and set(map(tuple, got)) == expected
     assert len(pulls) == len(expected_pulls)
     assert {tuple(r)[:7] for r in pulls} == expected_pulls
+
+
+@pytest.mark.parametrize("groups", [[(0, 0), (0, 1), (0, 2), (1, 0), (1, 2)],   # each its own partition
+                                    [(1, 0), (1, 2)],          # filter 0's keys left out: below the range, shared
+                                    None])                                      # hashed groupBy
+def test_spark_pull_sequence_with_known_groups(spark, groups):
+    """Given the (filter_index, queue_id) keys, each gets a partition of its own (mapInArrow, no
+    sort); the rows are the same as the arrays' whichever way the keys are placed."""
+    rng = np.random.default_rng(11)
+    table, arrays = _spark_queues(rng)
+    one = table.filter(pc.equal(table.column("topic"), "t1")).drop_columns(["topic"])
+    # the same queues pulled under two filters (filter 1 skips queue 1), rows in any order
+    both = pa.concat_tables([one.add_column(0, "filter_index", pa.array(np.full(one.num_rows, i, np.int32)))
+                             for i in (0, 1)])
+    both = both.filter(pc.invert(pc.and_(
+        pc.equal(both.column("filter_index"), 1), pc.equal(both.column("queue_id"), 1))))
+    df = spark.createDataFrame(both.take(rng.permutation(both.num_rows)))
+    kw = dict(max_msg_nums=8, max_offset_py=5 * 10 ** 6, topic="t1", by=("filter_index",), groups=groups)
+    got = pull_sequence(df, **kw)
+    plan = got._jdf.queryExecution().executedPlan().toString()
+    assert ("MapInArrow" in plan) == (groups is not None) and ("FlatMapGroupsInArrow" in plan) == (groups is None)
+    expected = set()
+    for f, qid in [(0, 0), (0, 1), (0, 2), (1, 0), (1, 2)]:
+        a = arrays[("t1", qid)]
+        seq = pull_sequence_arrays(**a, max_msg_nums=8, max_offset_py=5 * 10 ** 6)
+        for i, pn, nb in zip(seq.entry_index, seq.entry_pull, seq.entry_next_begin_offset):
+            expected.add((f, "t1", qid, int(a["queue_offset"][i]), int(pn), int(nb)))
+    rows = got.select("filter_index", "topic", "queue_id", "queue_offset", "pull_number", "next_begin_offset")
+    assert sorted(map(tuple, rows.collect())) == sorted(expected)
+
+
+def test_group_placement(spark):
+    """Dense integer keys: one partition each (mixed radix over their ranges); sparse or
+    non-integer keys: None (the caller hashes)."""
+    from pyspark.sql import functions as F
+
+    groups = [(f, q) for f in (2, 3) for q in (4, 5, 6)]
+    pid, n = group_placement(["f", "q"], groups)
+    assert n == 6
+    ids = spark.createDataFrame(groups, "f int, q int").select(pid.alias("p")).collect()
+    assert sorted(r["p"] for r in ids) == list(range(6))
+    assert group_placement(["q"], [(0,), (1,), (7,)]) is not None     # 8 partitions for 3 keys
+    assert group_placement(["q"], [(0,), (100,)]) is None               # too sparse
+    assert group_placement(["q"], [(-1,), (0,)]) is None
+    assert group_placement(["q"], [("a",)]) is None
+    assert group_placement(["q"], [(True,)]) is None
 
 
 def test_get_message_from_dataframe(spark):
