@@ -6,9 +6,10 @@ each consumer's pulls go through; usually all consumers share one (the group's s
 table). Then, as Columns over the ConsumeQueue joined with the CommitLog:
 
 1. each filter's flags (tag code or bitmap, then the compiled SQL92 selector), once per entry;
-2. each entry repeated once per filter that some consumer pulls its queue with (an ``explode``
-   of literal queue lists, no join), then the broker's pull loop per (filter, queue)
-   (``pull_sequence``'s grouped Arrow function) from each queue's start offset;
+2. each entry repeated once per filter that some consumer pulls its queue with (with several
+   filters, an ``explode`` of literal queue lists, no join), then the broker's pull loop per
+   (filter, queue) (``pull_sequence``'s Arrow function, each in a partition of its own) from
+   each queue's start offset;
 3. each delivered entry repeated once per consumer pulling that queue with that filter, and the
    client's exact tag re-check (``PullAPIWrapper.processPullResult``) with the consumer's own
    subscription.
@@ -16,7 +17,8 @@ table). Then, as Columns over the ConsumeQueue joined with the CommitLog:
 Consumers sharing a filter share the pulls, so BROADCASTING costs one pull loop per queue, not
 one per consumer. No Python UDF evaluates a filter: the loop is vectorised numpy per queue.
 When every filter is a tag filter, the loop runs over the ConsumeQueue alone and only the
-delivered entries are joined with the CommitLog, so the loop's shuffle carries no strings.
+delivered entries are joined with the CommitLog, so the loop's shuffle carries no strings;
+``replay_group`` joins them only with the records whose tag some consumer keeps.
 """
 from __future__ import annotations
 

@@ -329,14 +329,18 @@ LOOP_ROW_BYTES = 4096
 
 # Partitions per known group at most, when its keys are sparse integers (queue ids with gaps).
 _SPARSE_PARTITIONS = 4
+# More groups than this are hashed: a task each would cost more in task and Python-worker start-up
+# than the balance gains when queues are many and small.
+MAX_PLACED_GROUPS = 64
 
 
 def group_placement(keys: Sequence[str], groups: Sequence[Tuple[int, ...]]):
     """``(partition id Column, partition count)`` that gives each of ``groups`` (tuples of
     non-negative ints, one per column of ``keys``) its own partition: the keys' mixed-radix
-    number over their ranges. None when they are not such ints or too sparse for that."""
+    number over their ranges. None when they are not such ints, too sparse for that, or more
+    than :data:`MAX_PLACED_GROUPS`."""
     groups = list(set(groups))
-    if not all(len(g) == len(keys) and all(type(v) is int and v >= 0 for v in g) for g in groups):
+    if len(groups) > MAX_PLACED_GROUPS or not all(len(g) == len(keys) and all(type(v) is int and v >= 0 for v in g) for g in groups):
         return None
     from pyspark.sql import functions as F
 

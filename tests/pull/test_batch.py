@@ -13,6 +13,7 @@ import pytest
 
 from rocketfilter.pull.batch import (
     DEFAULT_LIMITS,
+    MAX_PLACED_GROUPS,
     PullLimits,
     get_message_from_dataframe,
     get_message_window,
@@ -436,6 +437,8 @@ def test_group_placement(spark):
     assert group_placement(["q"], [(-1,), (0,)]) is None
     assert group_placement(["q"], [("a",)]) is None
     assert group_placement(["q"], [(True,)]) is None
+    assert group_placement(["q"], [(q,) for q in range(MAX_PLACED_GROUPS)]) is not None
+    assert group_placement(["q"], [(q,) for q in range(MAX_PLACED_GROUPS + 1)]) is None   # many: hashed
 
 
 def test_get_message_from_dataframe(spark):
