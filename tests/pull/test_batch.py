@@ -425,8 +425,6 @@ def test_spark_pull_sequence_with_known_groups(spark, groups):
 def test_group_placement(spark):
     """Dense integer keys: one partition each (mixed radix over their ranges); sparse or
     non-integer keys: None (the caller hashes)."""
-    from pyspark.sql import functions as F
-
     groups = [(f, q) for f in (2, 3) for q in (4, 5, 6)]
     pid, n = group_placement(["f", "q"], groups)
     assert n == 6
