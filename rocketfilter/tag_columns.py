@@ -43,9 +43,17 @@ def tag_code_predicate(sub: Optional[SubscriptionData], tags_code: ColumnOrName 
     return code.isNull() | _isin(_low_int_column(code), sub.code_set)
 
 
+def kept_tag_set(sub: Optional[SubscriptionData]) -> Optional[frozenset]:
+    """The tags the client's exact re-check keeps; None when it keeps every message."""
+    if sub is None or sub.class_filter_mode or not sub.tags_set:
+        return None
+    return frozenset(sub.tags_set)
+
+
 def tag_exact_predicate(sub: Optional[SubscriptionData], tags: ColumnOrName = "tags") -> Column:
     """The client's exact-tag re-check as a never-null boolean Column."""
-    if sub is None or sub.class_filter_mode or not sub.tags_set:
+    kept = kept_tag_set(sub)
+    if kept is None:
         return F.lit(True)
     tag = _column(tags)
     return tag.isNotNull() & _isin(tag, sub.tags_set)

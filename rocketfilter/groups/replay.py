@@ -36,7 +36,7 @@ from rocketfilter.pull.get_message import pull_limits
 from rocketfilter.groups.plan import GroupPlan, OffsetSpec, plan_group_pulls, resolve_group
 from rocketfilter.pull.scan import is_sql_filter
 from rocketfilter.store import schema as S
-from rocketfilter.tag_columns import tag_exact_predicate
+from rocketfilter.tag_columns import kept_tag_set, tag_exact_predicate
 
 REPLAY_COLUMNS = ("client_id", "topic", "queue_id", "queue_offset", "msg_id", "pull_number", "next_begin_offset",
                   "tags", "keys", "commitlog_offset", "store_timestamp", "pull_status")
@@ -111,8 +111,7 @@ def filter_deliveries(store, plan: GroupPlan, entries: DataFrame, max_msg_nums: 
                          max_offsets={key(q): hi for q, (lo, hi) in plan.bounds.items()},
                          output=output, by=("filter_index",), carry=carry, topic=plan.topic,
                          min_commitlog_offset=None if sql else cl.min_commitlog_offset,
-                         groups=[(i, q) for i in range(len(plan.filters)) for q in plan.pulled_queues(i)
-                                 if q in plan.starts])
+                         groups=[(i, q) for i in pulled for q in plan.pulled_queues(i) if q in plan.starts])
 
 
 def consumer_deliveries(plan: GroupPlan, deliveries: DataFrame) -> DataFrame:
@@ -136,10 +135,10 @@ def kept_tags(plan: GroupPlan) -> Optional[Set[str]]:
     tags: Set[str] = set()
     for c in plan.consumers.values():
         if c.pulls:
-            sub = c.client
-            if sub is None or sub.class_filter_mode or not sub.tags_set:
+            kept = kept_tag_set(c.client)
+            if kept is None:
                 return None
-            tags |= set(sub.tags_set)
+            tags |= kept
     return tags
 
 
