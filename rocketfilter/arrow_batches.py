@@ -12,8 +12,10 @@ the byte bound the session had.
 from __future__ import annotations
 
 import re
+import threading
 from contextlib import contextmanager
-from typing import Iterator, Optional
+from dataclasses import dataclass
+from typing import Dict, Iterator, Optional
 
 from rocketfilter.spark_mode import get_conf, restore_conf, set_conf
 
@@ -48,6 +50,50 @@ def rows_per_batch(max_bytes: int, max_records: int, widest_row_bytes: int) -> i
     return min(fit, max_records) if max_records > 0 else fit
 
 
+@dataclass
+class _Hold:
+    """One session's settings while blocks are open on it: what to put back, and the row bound."""
+    previous: Dict[str, Optional[str]]
+    max_bytes: int
+    max_records: int
+    rows: int
+    users: int = 1
+
+
+# Threads that share a session (puts from a thread pool) share its conf: the first block in
+# saves and sets it, the last one out restores it. Without this, two blocks that read the conf
+# before either set it each restored what the other had set, and the session kept no byte bound.
+_LOCK = threading.Lock()
+_HOLDS: Dict[int, _Hold] = {}
+
+
+def _take(spark, widest_row_bytes: int) -> Optional[_Hold]:
+    current = get_conf(spark, [MAX_BYTES, MAX_RECORDS])
+    max_bytes = parse_bytes(current.get(MAX_BYTES), DEFAULT_BYTES)
+    if max_bytes >= UNBOUNDED:  # the session has no byte bound already
+        return None
+    try:
+        max_records = int(current.get(MAX_RECORDS) or DEFAULT_RECORDS)
+    except ValueError:
+        max_records = DEFAULT_RECORDS
+    rows = rows_per_batch(max_bytes, max_records, widest_row_bytes)
+    wanted = {MAX_BYTES: str(UNBOUNDED), MAX_RECORDS: str(rows)}
+    previous = set_conf(spark, wanted)
+    if set(previous) != set(wanted):   # half set would lift the byte bound without a row bound
+        restore_conf(spark, previous)
+        return None
+    return _Hold(previous, max_bytes, max_records, rows)
+
+
+def _join(spark, hold: _Hold, widest_row_bytes: int) -> None:
+    """A further block on a held session: the row bound is the lowest any open block needs."""
+    rows = rows_per_batch(hold.max_bytes, hold.max_records, widest_row_bytes)
+    if rows < hold.rows:
+        set_conf(spark, {MAX_RECORDS: str(rows)})
+        hold.rows = rows
+    hold.users += 1
+
+
 @contextmanager
 def rows_only(spark, widest_row_bytes: int) -> Iterator[None]:
     """Within the block, Arrow batches sent to Python workers are bounded by a row count that
@@ -56,25 +102,27 @@ def rows_only(spark, widest_row_bytes: int) -> Iterator[None]:
     action (``collect``, ``save``). A session that refuses either setting (a Spark Connect
     server may) keeps both as they were: the block then only runs slower.
 
+    Blocks may overlap on one session from several threads: while any is open the row bound is
+    the lowest they need, and the last to close puts the session's own settings back.
+
     >>> with rows_only(spark, widest_row_bytes=512):   # doctest: +SKIP
     ...     rows = df.mapInArrow(fn, schema).collect()
     """
-    current = get_conf(spark, [MAX_BYTES, MAX_RECORDS])
-    max_bytes = parse_bytes(current.get(MAX_BYTES), DEFAULT_BYTES)
-    if max_bytes >= UNBOUNDED:  # the session has no byte bound already
-        yield
-        return
-    try:
-        max_records = int(current.get(MAX_RECORDS) or DEFAULT_RECORDS)
-    except ValueError:
-        max_records = DEFAULT_RECORDS
-    wanted = {MAX_BYTES: str(UNBOUNDED),
-              MAX_RECORDS: str(rows_per_batch(max_bytes, max_records, widest_row_bytes))}
-    previous = set_conf(spark, wanted)
-    if set(previous) != set(wanted):   # half set would lift the byte bound without a row bound
-        restore_conf(spark, previous)
-        previous = {}
+    key = id(spark)
+    with _LOCK:
+        hold = _HOLDS.get(key)
+        if hold is not None:
+            _join(spark, hold, widest_row_bytes)
+        else:
+            hold = _take(spark, widest_row_bytes)
+            if hold is not None:
+                _HOLDS[key] = hold
     try:
         yield
     finally:
-        restore_conf(spark, previous)
+        if hold is not None:
+            with _LOCK:
+                hold.users -= 1
+                if hold.users == 0:
+                    del _HOLDS[key]
+                    restore_conf(spark, hold.previous)

@@ -1,6 +1,9 @@
 """rows_only: Arrow batches bounded by rows alone inside the block, the session as it was after."""
 from __future__ import annotations
 
+import sys
+import threading
+
 import pyarrow as pa
 import pytest
 from pyspark.errors import PySparkException
@@ -93,3 +96,57 @@ def test_a_refused_setting_leaves_both_as_they_were(refused):
     with rows_only(session, widest_row_bytes=1 << 20):
         assert session.conf.values == {}   # never the byte check off without a row bound
     assert session.conf.values == {}
+
+
+def _open(session, widest):
+    block = rows_only(session, widest_row_bytes=widest)
+    block.__enter__()
+    return block
+
+
+def test_overlapping_blocks_keep_the_lowest_bound_and_the_last_out_restores():
+    session = _Session(refused=None)
+    session.conf.values[MAX_RECORDS] = "500"
+    narrow = _open(session, 1 << 10)            # 64 MiB / 1 KiB: the session's 500 rows
+    assert session.conf.values == {MAX_BYTES: str(UNBOUNDED), MAX_RECORDS: "500"}
+    wide = _open(session, 1 << 20)              # 64 rows of 1 MiB while both are open
+    assert session.conf.values == {MAX_BYTES: str(UNBOUNDED), MAX_RECORDS: "64"}
+    again = _open(session, 1 << 10)             # never raised while the wide block is open
+    assert session.conf.values[MAX_RECORDS] == "64"
+    for block in (narrow, wide):                # not in the order they opened
+        block.__exit__(None, None, None)
+        assert session.conf.values[MAX_BYTES] == str(UNBOUNDED)
+    again.__exit__(None, None, None)
+    assert session.conf.values == {MAX_RECORDS: "500"}
+
+
+class _SlowConf(_Conf):
+    """A conf whose reads and writes let other threads in, as a JVM round trip does."""
+
+    def get(self, key, default=None):
+        sys.setswitchinterval(1e-6)
+        return super().get(key, default)
+
+
+def test_blocks_from_many_threads_restore_the_session():
+    session = _Session(refused=None)
+    session.conf = _SlowConf(refused=None)
+    seen, start = [], threading.Barrier(8)
+
+    def work():
+        start.wait()
+        for _ in range(200):
+            with rows_only(session, widest_row_bytes=1 << 10):
+                seen.append(session.conf.values.get(MAX_BYTES))
+
+    switch = sys.getswitchinterval()
+    try:
+        threads = [threading.Thread(target=work) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(switch)
+    assert session.conf.values == {}                     # the session's own settings again
+    assert set(seen) == {str(UNBOUNDED)}                 # and no block ran with the byte check on
