@@ -422,6 +422,43 @@ def test_spark_pull_sequence_with_known_groups(spark, groups):
     assert sorted(map(tuple, rows.collect())) == sorted(expected)
 
 
+def test_spark_pull_sequence_sends_packed_longs_and_gives_back_the_types(spark):
+    """The loop's input travels as longs (ints widened, size and flags in one long) and the
+    result has the input's types again; a null flag counts as false, an absent ``cl_match`` as
+    true and an absent ``cl_present`` as ``commitlog_offset >= min_commitlog_offset``."""
+    rng = np.random.default_rng(5)
+    table, arrays = _spark_queues(rng)
+    a = arrays[("t1", 1)]
+    n = len(a["queue_offset"])
+    cq = pa.array([None if i % 7 == 0 else bool(v) for i, v in enumerate(a["cq_match"])], pa.bool_())
+    pos = a["commitlog_offset"]
+    floor = int(pos[n // 3])
+    src = pa.table({"filter_index": pa.array(np.full(n, 3, np.int16)), "queue_id": pa.array(np.full(n, 1, np.int32)),
+                    "queue_offset": a["queue_offset"], "commitlog_offset": pos, "size": pa.array(a["size"].astype(np.int32)),
+                    "cq_match": cq, "n": pa.array(np.arange(n, dtype=np.int32)), "b": pa.array(np.arange(n) % 2 == 0),
+                    "s": pa.array([f"m{i}" for i in range(n)])})
+    df = spark.createDataFrame(src.take(rng.permutation(n)))
+    kw = dict(max_msg_nums=8, max_offset_py=5 * 10 ** 6, topic="t1", by=("filter_index",),
+              min_commitlog_offset=floor, groups=[(3, 1)])
+    start = int(a["queue_offset"][n // 3])
+    got = pull_sequence(df, carry=("n", "b", "s"), start_offsets=start, **kw)
+    from_first = pull_sequence(df, output="pulls", **kw).select("pull_status", "next_begin_offset").collect()
+    types = dict(got.dtypes)
+    assert (types["filter_index"], types["queue_id"], types["size"], types["n"], types["b"], types["s"]) == (
+        "smallint", "int", "int", "int", "boolean", "string")
+    flags = dict(cq_match=np.array([bool(v) if v is not None else False for v in cq.to_pylist()]),
+                 cl_present=pos >= floor, cl_match=np.ones(n, bool))
+    arrays_kw = dict(max_msg_nums=8, max_offset_py=5 * 10 ** 6)
+    first = pull_sequence_arrays(a["queue_offset"], pos, a["size"], **flags, **arrays_kw)
+    assert [tuple(r) for r in from_first] == [(p.status.value, p.next_begin_offset) for p in first.pulls]
+    assert first.pulls[0].status.value == "MESSAGE_WAS_REMOVING"     # the floor is read
+    seq = pull_sequence_arrays(a["queue_offset"], pos, a["size"], **flags, start_offset=start, **arrays_kw)
+    expected = {(3, 1, int(a["queue_offset"][i]), int(a["size"][i]), int(p), int(i), bool(i % 2 == 0), f"m{i}")
+                for i, p in zip(seq.entry_index, seq.entry_pull)}
+    rows = got.select("filter_index", "queue_id", "queue_offset", "size", "pull_number", "n", "b", "s").collect()
+    assert len(rows) == len(expected) > 0 and set(map(tuple, rows)) == expected
+
+
 def test_group_placement(spark):
     """Dense integer keys: one partition each (mixed radix over their ranges); sparse or
     non-integer keys: None (the caller hashes)."""
