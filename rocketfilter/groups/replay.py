@@ -22,6 +22,7 @@ delivered entries are joined with the CommitLog, so the loop's shuffle carries n
 """
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Dict, List, Mapping, Optional, Sequence, Set, Union
 
@@ -35,6 +36,7 @@ from rocketfilter.pull.batch import LOOP_ROW_BYTES, pull_sequence
 from rocketfilter.pull.get_message import pull_limits
 from rocketfilter.groups.plan import GroupPlan, OffsetSpec, plan_group_pulls, resolve_group
 from rocketfilter.pull.scan import is_sql_filter
+from rocketfilter.spark_mode import default_parallelism
 from rocketfilter.store import schema as S
 from rocketfilter.tag_columns import kept_tag_set, tag_exact_predicate
 
@@ -142,6 +144,21 @@ def kept_tags(plan: GroupPlan) -> Optional[Set[str]]:
     return tags
 
 
+# Pulled entries per task of the join of the deliveries with the CommitLog: 10M entries of 8
+# queues on 2 cores joined fastest in 2 tasks (13.1-13.7 s; 4: 13.5-14.7 s; AQE's own 3: 14.6-15.9).
+JOIN_ENTRIES_PER_TASK = 5_000_000
+
+
+def join_partitions(spark, plan: GroupPlan) -> int:
+    """Partitions for joining the deliveries with the CommitLog: a multiple of the cores, so the
+    last wave keeps them all busy (AQE coalesced 10M entries' join into 3 tasks on 2 cores, and
+    the third ran alone), with about :data:`JOIN_ENTRIES_PER_TASK` pulled entries each."""
+    entries = sum(max(0, plan.ends.get(q, 0) - plan.starts[q])
+                  for i in range(len(plan.filters)) for q in plan.pulled_queues(i) if q in plan.starts)
+    cores = default_parallelism(spark)
+    return cores * max(1, math.ceil(entries / (cores * JOIN_ENTRIES_PER_TASK)))
+
+
 def group_deliveries(store, plan: GroupPlan, max_msg_nums: int = 32, *,
                      kept_only: bool = False) -> Optional[DataFrame]:
     """Every (consumer, entry) the broker delivers under ``plan``, with ``kept``; None when
@@ -160,13 +177,15 @@ def group_deliveries(store, plan: GroupPlan, max_msg_nums: int = 32, *,
     deliveries = filter_deliveries(store, plan, entries, max_msg_nums, carry=())
     cl = store.commitlog.read(store.spark, where=[("topic", "=", plan.topic)]).select("commitlog_offset", *_CARRY)
     tags = kept_tags(plan) if kept_only else None
-    if tags is None:
-        deliveries = deliveries.join(cl, "commitlog_offset", "left")
-    else:
+    if tags is not None:
         # Only records some consumer keeps: the tag test goes to the scan, and half as many
         # CommitLog rows (at the bench's two of four tags) are shuffled and sorted for the join.
         cl = cl.where(F.col("tags").isin(*sorted(tags)))
-        deliveries = deliveries.join(cl, "commitlog_offset", "inner")
+    # Never broadcast: Spark sizes the loop's output from the ConsumeQueue's compressed files,
+    # and broadcast 2.5M deliveries at 5M messages (1.2 s on the driver, every core idle).
+    parts = join_partitions(store.spark, plan)
+    deliveries = deliveries.repartition(parts, "commitlog_offset").hint("merge").join(
+        cl.repartition(parts, "commitlog_offset"), "commitlog_offset", "left" if tags is None else "inner")
     return consumer_deliveries(plan, deliveries)
 
 
