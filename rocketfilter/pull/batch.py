@@ -346,6 +346,8 @@ def _loop_input(df, by: Tuple[str, ...], carry: Tuple[str, ...], topic: Optional
              F.col("commitlog_offset").cast("long").alias("commitlog_offset"), meta.alias(META)]
     cols += [F.col(name).cast("long").alias(name) if name in narrowed else F.col(name) for name in carry]
     return cols, narrowed
+
+
 # A bound on a loop input row's bytes (positions, sizes, flags and short keys), for the jobs
 # that run the loop inside ``arrow_batches.rows_only``.
 LOOP_ROW_BYTES = 4096
