@@ -121,7 +121,8 @@ def test_overlapping_blocks_keep_the_lowest_bound_and_the_last_out_restores():
 
 
 class _SlowConf(_Conf):
-    """A conf whose reads and writes let other threads in, as a JVM round trip does."""
+    """A conf whose reads make the interpreter switch threads every microsecond, so that blocks
+    interleave between reading and setting the conf, as JVM round trips let them."""
 
     def get(self, key, default=None):
         sys.setswitchinterval(1e-6)

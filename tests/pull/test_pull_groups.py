@@ -1,12 +1,12 @@
 """pull_sequence groups rows on one hashed key: the Arrow function must still pull each
-(filter, queue) on its own when two of them share a group (a hash collision), and it derives
-the commit-log flags it was not sent."""
+(filter, queue) on its own when two of them share a group (a hash collision), and it reads the
+flags packed in the rows it is sent."""
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
 
-from rocketfilter.pull.batch import _queue_function, pull_sequence_arrays
+from rocketfilter.pull.batch import META, _queue_function, pull_sequence_arrays
 from rocketfilter.pull.limits import DEFAULT_LIMITS
 
 
@@ -22,15 +22,28 @@ def _queue(queue_id: int, n: int, seed: int) -> pa.Table:
     }).take(order)
 
 
-def _function(**kw):
+def _loop_rows(t: pa.Table, min_commitlog_offset: int = 0) -> pa.Table:
+    """``t`` as pull_sequence sends it to the loop (``batch._loop_input``): longs, the size and
+    the flags packed in one (a record present from ``min_commitlog_offset`` on, cl_match true)."""
+    pos = t.column("commitlog_offset").to_numpy()
+    meta = ((t.column("size").to_numpy().astype(np.int64) << 3) | ((pos >= min_commitlog_offset).astype(np.int64) << 2)
+            | 2 | t.column("cq_match").to_numpy(zero_copy_only=False).astype(np.int64))
+    return pa.table({"filter_index": t.column("filter_index").cast(pa.int64()),
+                     "queue_id": t.column("queue_id").cast(pa.int64()),
+                     "queue_offset": t.column("queue_offset"), "commitlog_offset": t.column("commitlog_offset"),
+                     META: pa.array(meta)})
+
+
+def _function():
     return _queue_function(output="entries", max_msg_nums=4, max_offset_py=10**9, limits=DEFAULT_LIMITS,
                            start_offsets=None, end_offsets=None, min_offsets=None, max_offsets=None,
-                           max_pulls=None, by=("filter_index",), topic="T", **kw)
+                           max_pulls=None, by=("filter_index",), topic="T",
+                           narrowed={"filter_index": "int32", "queue_id": "int32"})
 
 
 def test_two_queues_in_one_group_are_pulled_apart():
-    fn = _function(min_commitlog_offset=0)
-    a, b = _queue(1, 300, 1), _queue(2, 200, 2)
+    fn = _function()
+    a, b = _loop_rows(_queue(1, 300, 1)), _loop_rows(_queue(2, 200, 2))
     apart = pa.concat_tables([fn((0,), a), fn((0,), b)]).sort_by([("queue_id", "ascending"), ("queue_offset", "ascending")])
     together = fn((0,), pa.concat_tables([b, a])).sort_by([("queue_id", "ascending"), ("queue_offset", "ascending")])
     assert together.equals(apart)
@@ -43,15 +56,15 @@ def test_two_queues_in_one_group_are_pulled_apart():
 
 
 def test_records_before_min_commitlog_offset_are_gone():
-    """Without a cl_present column an entry's record is present from min_commitlog_offset on:
-    the same pulls as the loop given that flag (here one pull that meets a removed record and
+    """An entry whose present bit is off (pull_sequence sets it from min_commitlog_offset when
+    there is no cl_present column) is gone: the same pulls as the loop given that flag (here one pull that meets a removed record and
     skips the rest of its commit-log file: MESSAGE_WAS_REMOVING, nothing delivered)."""
     t = _queue(1, 300, 3)
     cut = 100 * 1000
     rows = t.sort_by("queue_offset")
     qo, pos, size, cq = (rows.column(c).to_numpy() for c in ("queue_offset", "commitlog_offset", "size", "cq_match"))
     for min_cl in (0, cut):
-        out = _function(min_commitlog_offset=min_cl)((0,), t)
+        out = _function()((0,), _loop_rows(t, min_cl))
         seq = pull_sequence_arrays(qo, pos, size, cq, pos >= min_cl, np.ones(len(qo), bool), max_msg_nums=4,
                                    max_offset_py=10**9)
         assert sorted(out.column("queue_offset").to_pylist()) == qo[seq.entry_index].tolist()
