@@ -57,8 +57,9 @@ def test_two_queues_in_one_group_are_pulled_apart():
 
 def test_records_before_min_commitlog_offset_are_gone():
     """An entry whose present bit is off (pull_sequence sets it from min_commitlog_offset when
-    there is no cl_present column) is gone: the same pulls as the loop given that flag (here one pull that meets a removed record and
-    skips the rest of its commit-log file: MESSAGE_WAS_REMOVING, nothing delivered)."""
+    there is no cl_present column) is gone: the same pulls as the loop given that flag (here
+    one pull that meets a removed record and skips the rest of its commit-log file:
+    MESSAGE_WAS_REMOVING, nothing delivered)."""
     t = _queue(1, 300, 3)
     cut = 100 * 1000
     rows = t.sort_by("queue_offset")
