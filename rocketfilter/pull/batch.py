@@ -186,8 +186,6 @@ def _queue_function(*, output: str, max_msg_nums: int, max_offset_py: int, limit
         if constant_topic is not None:
             queue_key = (pa.scalar(constant_topic, pa.string()), *queue_key)
         out = pull_table(queue_key, table)
-        if constant_topic is not None:
-            out = out.drop_columns(["topic"])
         for i, name in enumerate(by):   # the extra keys lead, as in the schema
             out = out.add_column(i, name, pa.repeat(key[i], out.num_rows).cast(
                 back.get(name, table.schema.field(name).type)))
@@ -196,14 +194,18 @@ def _queue_function(*, output: str, max_msg_nums: int, max_offset_py: int, limit
     def pull_table(key: Tuple[Any, ...], table: pa.Table) -> pa.Table:
         topic, queue_id = key[0].as_py(), key[1].as_py()
         qkey = (topic, queue_id)
-        qo = table.column("queue_offset").to_numpy().astype(np.int64, copy=False)
-        if len(qo) > 1 and np.any(qo[1:] < qo[:-1]):   # groups arrive in no particular order
-            table = table.take(np.argsort(qo, kind="stable"))
-
         qo = table.column("queue_offset").to_numpy()
         pos = table.column("commitlog_offset").to_numpy()
         meta = table.column(META).to_numpy()
+        order = None
+        if len(qo) > 1 and np.any(qo[1:] < qo[:-1]):   # groups arrive in no particular order
+            order = np.argsort(qo, kind="stable")
+            qo, pos, meta = qo[order], pos[order], meta[order]
         size = meta >> 3
+
+        def leading(n: int) -> dict:   # given ``topic``, the rows had no topic column: no result has one
+            return {} if constant_topic is not None else {"topic": pa.repeat(pa.scalar(topic, pa.string()), n)}
+
         arrays = (qo, pos, size, (meta & 1) != 0, (meta & 4) != 0, (meta & 2) != 0)
         bounds = dict(start_offset=_per_queue(start_offsets, qkey), end_offset=_per_queue(end_offsets, qkey),
                       max_msg_nums=max_msg_nums, min_offset=_per_queue(min_offsets, qkey),
@@ -213,7 +215,7 @@ def _queue_function(*, output: str, max_msg_nums: int, max_offset_py: int, limit
             seq = pull_sequence_arrays(*arrays, **bounds)
             p = seq.pulls
             return pa.table({
-                "topic": pa.repeat(pa.scalar(topic, pa.string()), len(p)),
+                **leading(len(p)),
                 "queue_id": pa.repeat(pa.scalar(queue_id, pa.int32()), len(p)),
                 "pull_number": pa.array(np.arange(len(p), dtype=np.int32)),
                 "offset": pa.array(seq.pull_offsets, pa.int64()),
@@ -230,11 +232,12 @@ def _queue_function(*, output: str, max_msg_nums: int, max_offset_py: int, limit
             })
         idx, entry_pull, next_begin, statuses = delivered_entries(*arrays, **bounds)
         n = len(idx)
-        carried = {name: table.column(name).take(idx) for name in carry}
+        rows = idx if order is None else order[idx]
+        carried = {name: table.column(name).take(rows) for name in carry}
         carried = {name: c.cast(back[name]) if name in back else c for name, c in carried.items()}
         # Per-pull values spread to the entries by index; statuses as a dictionary array.
         return pa.table({
-            "topic": pa.repeat(pa.scalar(topic, pa.string()), n),
+            **leading(n),
             "queue_id": pa.repeat(pa.scalar(queue_id, pa.int32()), n),
             "queue_offset": pa.array(qo[idx]),
             "commitlog_offset": pa.array(pos[idx]),

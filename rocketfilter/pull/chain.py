@@ -59,10 +59,12 @@ def chain_applies(queue: PreparedQueue) -> bool:
     qo, n = queue.queue_offset, len(queue.queue_offset)
     if n == 0 or int(qo[-1] - qo[0]) != n - 1 or not queue.ordered:
         return False
-    if queue.cand_count[-1] or int(queue.size.min()) < 1 or int(queue.count_limit.min()) < 1:
+    if queue.cand.any() or int(queue.size.min()) < 1 or int(queue.count_limit.min()) < 1:
         return False
-    found_sizes = queue.size[queue.found0]
-    biggest_found = int(found_sizes.max()) if len(found_sizes) else 0
+    # The usual case in one comparison: the largest count and size (found or not) of all tiers.
+    if int(queue.count_limit.max()) * int(queue.size.max()) <= int(queue.bytes_limit.min()):
+        return True
+    biggest_found = int(np.where(queue.found0, queue.size, 0).max())
     worst = (queue.count_limit - 1) * biggest_found + queue.size
     return bool(np.all(worst <= queue.bytes_limit))
 
@@ -71,21 +73,23 @@ def _ends(queue: PreparedQueue, max_offset: int, found_pos: np.ndarray) -> np.nd
     """For every start entry ``i``: the index where a pull from it stops scanning.
     ``found_pos``: the indexes of the found entries."""
     qo, n, limits = queue.queue_offset, len(queue.queue_offset), queue.limits
-    idx = np.arange(n, dtype=np.int64)
     units = limits.consume_queue_units_per_file
     reach = np.minimum(units - qo % units, max_offset - qo)
-    ends = np.minimum(idx + np.minimum(reach, limits.window_entries(queue.max_msg_nums)), n)
+    ends = np.arange(n, dtype=np.int64) + np.minimum(reach, limits.window_entries(queue.max_msg_nums))
+    np.minimum(ends, n, out=ends)
     before = queue.found_count[:n]           # found messages before each entry
     limit = queue.count_limit
+    tiers = _tiers(limit)
     # count_limit is constant on each side of the in-memory boundary (positions are in order).
-    for lo, hi in _tiers(limit):
+    for lo, hi in tiers:
         c = int(limit[lo])
-        k = before + c - 1                   # the c-th found message from i, if any
-        nth = np.full(n, _NEVER)
-        has = k < len(found_pos)
-        nth[has] = found_pos[k[has]] + 1
-        brk = np.maximum(np.maximum(nth, lo), idx)
-        ends = np.where(brk < hi, np.minimum(ends, brk), ends)
+        # The entry after the c-th found message from i (never before i + 1), or _NEVER.
+        nth = np.concatenate((found_pos + 1, np.full(c, _NEVER)))[before + (c - 1)]
+        if len(tiers) == 1:
+            np.minimum(ends, nth, out=ends)
+        else:
+            brk = np.maximum(nth, lo)
+            ends = np.where(brk < hi, np.minimum(ends, brk), ends)
     return ends
 
 
@@ -111,20 +115,23 @@ def pull_chain(queue: PreparedQueue, start_offset: int, *, min_offset: int, max_
     if not 0 <= i < n:
         return None
     found_pos = np.flatnonzero(queue.found0)
-    nxt = _ends(queue, max_offset, found_pos).tolist()
+    step = _ends(queue, max_offset, found_pos).item
     last = stop_at - int(qo[0])
-    starts, ends = [], []
-    while True:
-        j = nxt[i]
-        starts.append(i)
-        ends.append(j)
-        if j >= last or (max_pulls is not None and len(starts) >= max_pulls):
+    starts: list = []
+    add = starts.append
+    limit = n + 1 if max_pulls is None else max_pulls    # n + 1: never reached (a pull moves on)
+    while True:          # one scalar step per pull: the only per-pull work
+        j = step(i)
+        add(i)
+        if j >= last or len(starts) >= limit:
             break
         if j >= n:            # the next pull finds no entry here: the general loop decides
             return None
         i = j
-    s, e = np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
-    lo, hi = np.searchsorted(found_pos, [s[0], e[-1]])
-    entries = found_pos[lo:hi]
-    pull = (np.searchsorted(s, entries, side="right") - 1).astype(np.int32)
+    s = np.array(starts, dtype=np.int64)
+    e = np.empty_like(s)
+    e[:-1], e[-1] = s[1:], j
+    counts = np.diff(queue.found_count[np.append(s, j)])
+    entries = found_pos[np.searchsorted(found_pos, s[0]):][:int(counts.sum())]
+    pull = np.repeat(np.arange(len(s), dtype=np.int32), counts)
     return PullChain(int(qo[0]), s, e, entries.astype(np.int64), pull)

@@ -15,6 +15,7 @@ index, the status, ``next_begin_offset``. The limits themselves are :mod:`.limit
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Optional
 
 import numpy as np
@@ -102,10 +103,8 @@ class PreparedQueue:
         if n > 1 and np.any(qo[1:] <= qo[:-1]):
             raise ValueError("queue_offset must be strictly increasing")
         self.queue_offset = qo
-        # Constant along a run without holes, non-decreasing: a run's end is one searchsorted.
-        self.run_key = qo - np.arange(n, dtype=np.int64)
         self.pos = pos = np.asarray(commitlog_offset, dtype=np.int64)
-        self.size = sz = np.asarray(size, dtype=np.int64)
+        self.size = np.asarray(size, dtype=np.int64)
         cq = np.asarray(cq_match, dtype=bool)
         present = np.asarray(cl_present, dtype=bool)
         clm = np.asarray(cl_match, dtype=bool)
@@ -122,22 +121,50 @@ class PreparedQueue:
         self.count_limit = np.where(
             in_mem, min(limits.max_transfer_count_on_message_in_memory, max_msg_nums),
             min(limits.max_transfer_count_on_message_in_disk, max_msg_nums))
-        read_ok = cq & present
+        self.read_ok = read_ok = cq & present
         self.found0 = read_ok & clm
         self.cl_rejected0 = read_ok & ~clm
         self.cand = cq & ~present            # a removed record: may set skipUntilPhy
-        self.found_bytes = _prefix(np.where(self.found0, sz, 0))
-        self.found_count = _prefix(self.found0)
-        self.cand_count = _prefix(self.cand)
-        self.cq_count = _prefix(cq)
-        self.read_count = _prefix(read_ok)
-        self.rejected_count = _prefix(self.cl_rejected0)
         self.ordered = n < 2 or not np.any(pos[1:] < pos[:-1])
-        # With positive sizes, an entry that sees this many messages already always breaks.
-        count_bound = max(1, int(self.count_limit.max()) if n else 1)
-        self.count_bound = None if np.any(self.found0 & (sz <= 0)) else count_bound
         self._prev_cand: Optional[np.ndarray] = None   # built on the first skipping pull
         self._skip_until: Optional[np.ndarray] = None
+
+    # Built when first used: the pull chain (.chain) needs found_count alone.
+    @cached_property
+    def run_key(self) -> np.ndarray:
+        """Constant along a run without holes, non-decreasing: a run's end is one searchsorted."""
+        return self.queue_offset - np.arange(len(self.queue_offset), dtype=np.int64)
+
+    @cached_property
+    def found_count(self) -> np.ndarray:
+        return _prefix(self.found0)
+
+    @cached_property
+    def found_bytes(self) -> np.ndarray:
+        return _prefix(np.where(self.found0, self.size, 0))
+
+    @cached_property
+    def cand_count(self) -> np.ndarray:
+        return _prefix(self.cand)
+
+    @cached_property
+    def cq_count(self) -> np.ndarray:
+        return _prefix(self.cq)
+
+    @cached_property
+    def read_count(self) -> np.ndarray:
+        return _prefix(self.read_ok)
+
+    @cached_property
+    def rejected_count(self) -> np.ndarray:
+        return _prefix(self.cl_rejected0)
+
+    @cached_property
+    def count_bound(self) -> Optional[int]:
+        """With positive sizes, an entry that sees this many messages already always breaks."""
+        if np.any(self.found0 & (self.size <= 0)):
+            return None
+        return max(1, int(self.count_limit.max()) if len(self.size) else 1)
 
     def get_message(self, offset: int, *, min_offset: int, max_offset: int) -> WindowResult:
         """One pull from ``offset`` (SEMANTICS §12.2); ``found_index`` indexes this queue."""
