@@ -37,7 +37,7 @@ __all__ = [
     "PullSequence", "get_message_window", "is_the_batch_full", "no_matched_logic_queue",
     "pull_sequence_arrays", "delivered_entries", "pull_sequence", "group_placement", "get_message_from_dataframe",
     "INPUT_COLUMNS",
-    "ENTRY_SCHEMA", "PULL_SCHEMA",
+    "ENTRY_SCHEMA", "PULL_SCHEMA", "STATUS_NAMES", "status_name",
 ]
 
 # A status after which the same request would answer the same again.
@@ -168,11 +168,12 @@ def _queue_function(*, output: str, max_msg_nums: int, max_offset_py: int, limit
                     start_offsets: QueueValue, end_offsets: QueueValue, min_offsets: QueueValue,
                     max_offsets: QueueValue, max_pulls: Optional[int], by: Tuple[str, ...] = (),
                     carry: Tuple[str, ...] = (), topic: Optional[str] = None,
-                    narrowed: Optional[Mapping[str, str]] = None) -> Callable:
+                    narrowed: Optional[Mapping[str, str]] = None, status_codes: bool = False) -> Callable:
     """The applyInArrow function for one group of ``GROUP_KEY``: one (*by, topic, queue_id)
     unless hashes collide, and then each of them in turn. The rows are :func:`_loop_input`'s:
     with ``topic`` they have no topic column and neither has the result. ``narrowed``: the
-    columns sent widened to long, with the Arrow type (by name) they go back to."""
+    columns sent widened to long, with the Arrow type (by name) they go back to. ``status_codes``:
+    an entry's ``pull_status`` is its index in :data:`STATUS_NAMES`."""
     names = (*by, "queue_id") if topic is not None else (*by, "topic", "queue_id")
     constant_topic = topic
     back = {name: getattr(pa, t)() for name, t in (narrowed or {}).items()}
@@ -190,6 +191,13 @@ def _queue_function(*, output: str, max_msg_nums: int, max_offset_py: int, limit
             out = out.add_column(i, name, pa.repeat(key[i], out.num_rows).cast(
                 back.get(name, table.schema.field(name).type)))
         return out
+
+    def status_column(entry_pull: np.ndarray, statuses: List[str]) -> pa.Array:
+        if status_codes:
+            return pa.array(np.array([_STATUS_CODE[v] for v in statuses], np.int32)[entry_pull]
+                            if len(entry_pull) else np.zeros(0, np.int32))
+        # Per pull, spread to the entries by index as a dictionary array.
+        return pa.DictionaryArray.from_arrays(pa.array(entry_pull), pa.array(statuses, pa.string())).cast(pa.string())
 
     def pull_table(key: Tuple[Any, ...], table: pa.Table) -> pa.Table:
         topic, queue_id = key[0].as_py(), key[1].as_py()
@@ -235,7 +243,7 @@ def _queue_function(*, output: str, max_msg_nums: int, max_offset_py: int, limit
         rows = idx if order is None else order[idx]
         carried = {name: table.column(name).take(rows) for name in carry}
         carried = {name: c.cast(back[name]) if name in back else c for name, c in carried.items()}
-        # Per-pull values spread to the entries by index; statuses as a dictionary array.
+        # Per-pull values spread to the entries by index.
         return pa.table({
             **leading(n),
             "queue_id": pa.repeat(pa.scalar(queue_id, pa.int32()), n),
@@ -244,8 +252,7 @@ def _queue_function(*, output: str, max_msg_nums: int, max_offset_py: int, limit
             "size": pa.array(size[idx].astype(np.int32)),
             "pull_number": pa.array(entry_pull),
             "next_begin_offset": pa.array(next_begin[entry_pull] if n else np.zeros(0, np.int64)),
-            "pull_status": pa.DictionaryArray.from_arrays(
-                pa.array(entry_pull), pa.array(statuses, pa.string())).cast(pa.string()),
+            "pull_status": status_column(entry_pull, statuses),
             **carried,
         })
 
@@ -258,7 +265,7 @@ def pull_sequence(df, *, max_msg_nums: int, max_offset_py: int,
                   max_offsets: QueueValue = None, max_pulls: Optional[int] = None,
                   output: str = "entries", by: Sequence[str] = (), carry: Sequence[str] = (),
                   topic: Optional[str] = None, min_commitlog_offset: Optional[int] = None,
-                  groups: Optional[Sequence[Tuple[int, ...]]] = None):
+                  groups: Optional[Sequence[Tuple[int, ...]]] = None, status_codes: bool = False):
     """:func:`pull_sequence_arrays` for every (topic, queue_id) of ``df``, in one Spark job.
 
     ``df`` has the columns :data:`INPUT_COLUMNS` (null flags count as false) and must hold every
@@ -281,6 +288,10 @@ def pull_sequence(df, *, max_msg_nums: int, max_offset_py: int,
     knows them. Each then gets a Spark partition of its own (:func:`group_placement`), so no sort
     groups the rows and no hash puts two queues in one task while a core idles. A key left out
     costs balance, never correctness.
+
+    ``status_codes`` (``output="entries"``): ``pull_status`` is an int, the status's index in
+    :data:`STATUS_NAMES` (:func:`status_name` gives the name back), for a caller that shuffles
+    the entries before it needs the names: a fixed-width field instead of a string.
     """
     if output not in ("entries", "pulls"):
         raise ValueError(f"output must be 'entries' or 'pulls', not {output!r}")
@@ -293,9 +304,12 @@ def pull_sequence(df, *, max_msg_nums: int, max_offset_py: int,
     fn = _queue_function(output=output, max_msg_nums=max_msg_nums, max_offset_py=max_offset_py,
                          limits=limits, start_offsets=start_offsets, end_offsets=end_offsets,
                          min_offsets=min_offsets, max_offsets=max_offsets, max_pulls=max_pulls,
-                         by=by, carry=carry, topic=topic, narrowed=narrowed)
+                         by=by, carry=carry, topic=topic, narrowed=narrowed,
+                         status_codes=status_codes and output == "entries")
     fields = {f.name: f.dataType.simpleString() for f in df.schema.fields}
     base = ENTRY_SCHEMA if output == "entries" else PULL_SCHEMA
+    if status_codes and output == "entries":
+        base = base.replace("pull_status string", "pull_status int")
     columns = [*by, *[c.split()[0] for c in base.split(", ")], *carry]
     schema = ", ".join([f"{name} {fields[name]}" for name in by]
                        + [base.replace("topic string, ", "", 1) if topic is not None else base]
@@ -316,6 +330,18 @@ def pull_sequence(df, *, max_msg_nums: int, max_offset_py: int,
     if topic is None:
         return out
     return out.select(*[F.lit(topic).alias(c) if c == "topic" else c for c in columns])
+
+
+# pull_status by code (``status_codes``): GetMessageStatus in its order.
+STATUS_NAMES = tuple(status.value for status in GetMessageStatus)
+_STATUS_CODE = {name: i for i, name in enumerate(STATUS_NAMES)}
+
+
+def status_name(code):
+    """The Column of status names for a Column of :data:`STATUS_NAMES` indexes."""
+    from pyspark.sql import functions as F
+
+    return F.element_at(F.array(*[F.lit(name) for name in STATUS_NAMES]), code.cast("int") + 1)
 
 
 GROUP_KEY = "_pull_group"

@@ -20,8 +20,10 @@ from rocketfilter.pull.batch import (
     group_placement,
     is_the_batch_full,
     no_matched_logic_queue,
+    STATUS_NAMES,
     pull_sequence,
     pull_sequence_arrays,
+    status_name,
 )
 from rocketfilter.pull.result import GetMessageStatus as S
 from tests.pull import model
@@ -391,6 +393,27 @@ def test_spark_pull_sequence_matches_arrays(spark):
     assert len(got) == len(expected) and set(map(tuple, got)) == expected
     assert len(pulls) == len(expected_pulls)
     assert {tuple(r)[:7] for r in pulls} == expected_pulls
+
+
+def test_spark_pull_sequence_status_codes_name_the_same_statuses(spark):
+    """``status_codes=True`` gives each entry's status as its index in STATUS_NAMES, which
+    ``status_name`` turns back into the name the default output has; pulls keep their names."""
+    from pyspark.sql import functions as F
+
+    names = spark.range(len(STATUS_NAMES)).select(status_name(F.col("id")).alias("n")).collect()
+    assert [r["n"] for r in names] == list(STATUS_NAMES) == [s.value for s in S]
+    rng = np.random.default_rng(11)
+    table, arrays = _spark_queues(rng)
+    df = spark.createDataFrame(table.take(rng.permutation(table.num_rows)))
+    kw = dict(max_msg_nums=4, max_offset_py=5 * 10 ** 6,
+              start_offsets={k: int(a["queue_offset"][0]) for k, a in arrays.items()})
+    coded = pull_sequence(df, status_codes=True, **kw)
+    assert dict(coded.dtypes)["pull_status"] == "int"
+    assert dict(pull_sequence(df, output="pulls", status_codes=True, **kw).dtypes)["pull_status"] == "string"
+    key = ["topic", "queue_id", "queue_offset", "pull_number"]
+    decoded = {tuple(r) for r in coded.select(*key, status_name(F.col("pull_status"))).collect()}
+    named = {tuple(r) for r in pull_sequence(df, **kw).select(*key, "pull_status").collect()}
+    assert len(decoded) == len(named) > 0 and decoded == named
 
 
 @pytest.mark.parametrize("groups", [[(0, 0), (0, 1), (0, 2), (1, 0), (1, 2)],   # each its own partition
