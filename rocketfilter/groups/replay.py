@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 from rocketfilter.arrow_batches import rows_only
 from rocketfilter.checks import check_max_msg_nums
 from rocketfilter.consumer.group import ConsumerGroup
-from rocketfilter.pull.batch import LOOP_ROW_BYTES, pull_sequence
+from rocketfilter.pull.batch import LOOP_ROW_BYTES, pull_sequence, status_name
 from rocketfilter.pull.get_message import pull_limits
 from rocketfilter.groups.plan import GroupPlan, OffsetSpec, plan_group_pulls, resolve_group
 from rocketfilter.pull.scan import is_sql_filter
@@ -81,10 +81,12 @@ def flagged_entries(store, plan: GroupPlan, queue_ids: List[int],
 
 
 def filter_deliveries(store, plan: GroupPlan, entries: DataFrame, max_msg_nums: int,
-                      output: str = "entries", carry: Sequence[str] = _CARRY) -> Optional[DataFrame]:
+                      output: str = "entries", carry: Sequence[str] = _CARRY,
+                      status_codes: bool = False) -> Optional[DataFrame]:
     """The broker's pulls per (filter, queue) that some consumer makes: one row per delivered
     entry (``filter_index``, the entry, its pull, the ``carry`` columns of ``entries``), or per
-    pull with ``output="pulls"``. None when nobody pulls."""
+    pull with ``output="pulls"``. None when nobody pulls. ``status_codes``: as in
+    ``pull_sequence``."""
     sql = any(is_sql_filter(f) for f in plan.filters)
     # Only what the loop reads goes to its Python workers: no topic (one per plan), and for tag
     # filters no commit-log flags (present from min_commitlog_offset on; a tag filter's
@@ -105,15 +107,19 @@ def filter_deliveries(store, plan: GroupPlan, entries: DataFrame, max_msg_nums: 
                       .where(F.col("u").isNotNull()).select(*base, "u.*"))
     key = lambda q: (plan.topic, q)  # noqa: E731
     cl = store.commitlog_state()
-    return pull_sequence(per_filter, max_msg_nums=max_msg_nums, max_offset_py=cl.next_commitlog_offset,
-                         limits=pull_limits(store.config),
-                         start_offsets={key(q): s for q, s in plan.starts.items()},
-                         end_offsets={key(q): e for q, e in plan.ends.items()},
-                         min_offsets={key(q): lo for q, (lo, hi) in plan.bounds.items()},
-                         max_offsets={key(q): hi for q, (lo, hi) in plan.bounds.items()},
-                         output=output, by=("filter_index",), carry=carry, topic=plan.topic,
-                         min_commitlog_offset=None if sql else cl.min_commitlog_offset,
-                         groups=[(i, q) for i in pulled for q in plan.pulled_queues(i) if q in plan.starts])
+    # One filter: its index is a literal put back after the loop, not one more column to send.
+    by = ("filter_index",) if len(pulled) > 1 else ()
+    out = pull_sequence(per_filter, max_msg_nums=max_msg_nums, max_offset_py=cl.next_commitlog_offset,
+                        limits=pull_limits(store.config),
+                        start_offsets={key(q): s for q, s in plan.starts.items()},
+                        end_offsets={key(q): e for q, e in plan.ends.items()},
+                        min_offsets={key(q): lo for q, (lo, hi) in plan.bounds.items()},
+                        max_offsets={key(q): hi for q, (lo, hi) in plan.bounds.items()},
+                        output=output, by=by, carry=carry, topic=plan.topic, status_codes=status_codes,
+                        min_commitlog_offset=None if sql else cl.min_commitlog_offset,
+                        groups=[(i, q) if by else (q,) for i in pulled for q in plan.pulled_queues(i)
+                                if q in plan.starts])
+    return out if by else out.select(F.lit(pulled[0]).alias("filter_index"), "*")
 
 
 def consumer_deliveries(plan: GroupPlan, deliveries: DataFrame) -> DataFrame:
@@ -144,15 +150,17 @@ def kept_tags(plan: GroupPlan) -> Optional[Set[str]]:
     return tags
 
 
-# Pulled entries per task of the join of the deliveries with the CommitLog: 10M entries of 8
-# queues on 2 cores joined fastest in 2 tasks (13.1-13.7 s; 4: 13.5-14.7 s; AQE's own 3: 14.6-15.9).
-JOIN_ENTRIES_PER_TASK = 5_000_000
+# Pulled entries per task of the join of the deliveries with the CommitLog: at 50M entries of 8
+# queues on 2 cores (2 GB driver), 10 tasks of 5M spilled 647 MB and took 34.7 s of task time,
+# 20 tasks of 2.5M spilled nothing and took 26.9 s.
+JOIN_ENTRIES_PER_TASK = 2_500_000
 
 
 def join_partitions(spark, plan: GroupPlan) -> int:
     """Partitions for joining the deliveries with the CommitLog: a multiple of the cores, so the
-    last wave keeps them all busy (AQE coalesced 10M entries' join into 3 tasks on 2 cores, and
-    the third ran alone), with about :data:`JOIN_ENTRIES_PER_TASK` pulled entries each."""
+    last wave keeps them all busy, with about :data:`JOIN_ENTRIES_PER_TASK` pulled entries each.
+    Spark's planner raises a sort-merge join's count to ``spark.sql.shuffle.partitions`` when that
+    is larger (Spark 4.3), so this matters where the entries are many."""
     entries = sum(max(0, plan.ends.get(q, 0) - plan.starts[q])
                   for i in range(len(plan.filters)) for q in plan.pulled_queues(i) if q in plan.starts)
     cores = default_parallelism(spark)
@@ -174,7 +182,7 @@ def group_deliveries(store, plan: GroupPlan, max_msg_nums: int = 32, *,
     # the CommitLog (the loop's shuffle and Arrow transfer carry no strings). A delivered
     # entry's record is present, so its store_timestamp (the CQ's copy) comes from there.
     entries = flagged_entries(store, plan, queues, message_columns=False)
-    deliveries = filter_deliveries(store, plan, entries, max_msg_nums, carry=())
+    deliveries = filter_deliveries(store, plan, entries, max_msg_nums, carry=(), status_codes=True)
     cl = store.commitlog.read(store.spark, where=[("topic", "=", plan.topic)]).select("commitlog_offset", *_CARRY)
     tags = kept_tags(plan) if kept_only else None
     if tags is not None:
@@ -186,7 +194,7 @@ def group_deliveries(store, plan: GroupPlan, max_msg_nums: int = 32, *,
     parts = join_partitions(store.spark, plan)
     deliveries = deliveries.repartition(parts, "commitlog_offset").hint("merge").join(
         cl.repartition(parts, "commitlog_offset"), "commitlog_offset", "left" if tags is None else "inner")
-    return consumer_deliveries(plan, deliveries)
+    return consumer_deliveries(plan, deliveries.withColumn("pull_status", status_name(F.col("pull_status"))))
 
 
 def warn_refusals(plan: GroupPlan) -> None:

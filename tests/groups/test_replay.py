@@ -332,3 +332,22 @@ def test_kept_only_deliveries_keep_the_same_rows(store):
         got[d.pop("kept_only")].setdefault(d.pop("case"), []).append(tuple(d.values()))
     assert {c: sorted(v) for c, v in got[True].items()} == {c: sorted(v) for c, v in got[False].items()}
     assert narrowed >= 3 and sum(map(len, got[True].values())) > 100    # the narrowed path runs, and delivers
+
+
+def test_the_join_with_the_commitlog_takes_join_partitions(store, monkeypatch):
+    """The tag path joins the deliveries with the CommitLog in ``join_partitions`` tasks when that
+    is more than ``spark.sql.shuffle.partitions`` (Spark raises a smaller count to it)."""
+    import re
+
+    from rocketfilter.groups import replay
+    from rocketfilter.groups.plan import plan_group_pulls
+
+    monkeypatch.setattr(replay, "JOIN_ENTRIES_PER_TASK", 1)
+    plan = plan_group_pulls(store, seed_group(), SEED, None, None)
+    parts = replay.join_partitions(store.spark, plan)
+    assert parts > int(store.spark.conf.get("spark.sql.shuffle.partitions"))
+    rows = replay.group_deliveries(store, plan, kept_only=True)
+    plan_text = rows._jdf.queryExecution().executedPlan().toString()
+    assert set(re.findall(r"hashpartitioning\(commitlog_offset#\d+L, (\d+)\)", plan_text)) == {str(parts)}
+    monkeypatch.undo()
+    assert rows.where("kept").count() == replay_group(store, seed_group(), SEED).count() > 0
