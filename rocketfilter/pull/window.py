@@ -86,6 +86,11 @@ def _prefix(values: np.ndarray) -> np.ndarray:
     return out
 
 
+def _prefix_property(flags: str) -> cached_property:
+    """A cached :func:`_prefix` of the attribute ``flags``."""
+    return cached_property(lambda self: _prefix(getattr(self, flags)))
+
+
 class PreparedQueue:
     """One queue's sorted CQ entries with everything that does not depend on where a pull starts.
 
@@ -135,29 +140,16 @@ class PreparedQueue:
         """Constant along a run without holes, non-decreasing: a run's end is one searchsorted."""
         return self.queue_offset - np.arange(len(self.queue_offset), dtype=np.int64)
 
-    @cached_property
-    def found_count(self) -> np.ndarray:
-        return _prefix(self.found0)
+    # ``count[i]``: the flag's entries before entry i (a range's count is two lookups).
+    found_count = _prefix_property("found0")
+    cand_count = _prefix_property("cand")
+    cq_count = _prefix_property("cq")
+    read_count = _prefix_property("read_ok")
+    rejected_count = _prefix_property("cl_rejected0")
 
     @cached_property
     def found_bytes(self) -> np.ndarray:
         return _prefix(np.where(self.found0, self.size, 0))
-
-    @cached_property
-    def cand_count(self) -> np.ndarray:
-        return _prefix(self.cand)
-
-    @cached_property
-    def cq_count(self) -> np.ndarray:
-        return _prefix(self.cq)
-
-    @cached_property
-    def read_count(self) -> np.ndarray:
-        return _prefix(self.read_ok)
-
-    @cached_property
-    def rejected_count(self) -> np.ndarray:
-        return _prefix(self.cl_rejected0)
 
     @cached_property
     def count_bound(self) -> Optional[int]:
