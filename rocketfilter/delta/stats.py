@@ -186,6 +186,30 @@ def _may_match(f: FileStats, column: str, op: str, value: Any) -> bool:
     return hi is None or (hi > value if op == ">" else hi >= value)
 
 
+def _holds(f: FileStats, column: str, op: str, value: Any) -> bool:
+    """Does every row of ``f`` have ``column op value``, by its integer statistics? Only for a
+    non-null column (the caller checks): stats skip nulls, which no term matches."""
+    lo, hi = f.min.get(column), f.max.get(column)
+    if type(lo) is not int or type(hi) is not int:
+        return False
+    if op == "in":
+        values = set(value)
+        return hi - lo < len(values) and all(v in values for v in range(lo, hi + 1))
+    if type(value) is not int:
+        return False
+    return {"=": lo == hi == value, "==": lo == hi == value, "<": hi < value, "<=": hi <= value,
+            ">": lo > value, ">=": lo >= value}[op]
+
+
+def unproven(schema, files: Sequence[FileStats], where: Sequence[tuple]) -> list:
+    """The terms of ``where`` that some row of ``files`` may fail: the rest need no row filter.
+    A term on a non-null integer column that every file's min/max satisfies costs Spark's
+    Parquet scan as much as the rest of it (``queue_offset >= 0`` made a ConsumeQueue scan
+    1.3 s of 0.9 at 10M entries)."""
+    nullable = {f.name: f.nullable for f in schema.fields}
+    return [w for w in where if nullable.get(w[0], True) or not files or not all(_holds(f, *w) for f in files)]
+
+
 class TableFiles:
     """The file listing of :class:`rocketfilter.delta.table.Table`, which provides the attributes
     below and ``version``."""

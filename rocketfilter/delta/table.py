@@ -38,7 +38,7 @@ from rocketfilter.delta.schema import (DeltaSchemaError, ExtraColumns,  # noqa: 
 from rocketfilter.delta.log import DamagedLogError, check_log, explain_failure  # noqa: F401
 # Also re-exported: code imports FileStats, _where_column and _file_uri from this module.
 from rocketfilter.delta.stats import (FileStats, TableFiles, _check_where, _file_uri,
-                                      _where_column)
+                                      _where_column, unproven)
 
 # Reader features a plain parquet scan of the snapshot's files still reads correctly.
 _SAFE_READER_FEATURES = frozenset({"timestampNtz", "vacuumProtocolCheck", "v2Checkpoint"})
@@ -248,6 +248,7 @@ class Table(delta_write.TableWriter, TableFiles):
                 return spark.range(0).select([F.lit(None).cast(f.dataType).alias(f.name)
                                               for f in self.schema.fields])
             df = self._frame(spark, tuple(f.path for f in files))
+            where = unproven(self.schema, files, where)
         cond = _where_column(where)
         return df if cond is None else df.filter(cond)
 

@@ -62,8 +62,10 @@ def flagged_entries(store, plan: GroupPlan, queue_ids: List[int],
     topic = plan.topic
     lowest = min(plan.starts[q] for q in queue_ids)
     cl_state = store.commitlog_state()
-    cq = (store.consumequeue.read(store.spark, where=[("topic", "=", topic)])
-          .where((F.col("queue_offset") >= F.lit(lowest)) & F.col("queue_id").isin(queue_ids)))
+    # In the read's terms: files are pruned by them, and a term every file's stats prove (all
+    # queues from their first offset) costs no row filter.
+    cq = store.consumequeue.read(store.spark, where=[("topic", "=", topic), ("queue_offset", ">=", lowest),
+                                                     ("queue_id", "in", list(queue_ids))])
     cq = cq.select("topic", "queue_id", "queue_offset", "commitlog_offset", "size", "tags_code", "store_timestamp",
                    (F.col("commitlog_offset") >= F.lit(cl_state.min_commitlog_offset)).alias("cl_present"),
                    *[f.consume_queue_column().alias(f"cq_{i}") for i, f in enumerate(plan.filters)])

@@ -160,6 +160,30 @@ def test_files_prunes_on_min_max_and_keeps_files_without_stats(tmp_path):
         t.files([("topic", "like", "a%")])
 
 
+def test_a_term_every_file_proves_needs_no_row_filter():
+    """``unproven`` keeps the terms some row of the files may fail: integer terms on non-null
+    columns whose min/max prove them for every file go (Table.read filters by the rest)."""
+    from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+
+    from rocketfilter.delta.stats import unproven
+
+    schema = StructType([StructField("q", IntegerType(), False), StructField("o", LongType(), False),
+                         StructField("n", LongType(), True)])
+    a = FileStats("a", 1, 10, {"q": 1, "o": 100, "n": 5}, {"q": 1, "o": 199, "n": 9})
+    b = FileStats("b", 1, 10, {"q": 2, "o": 150, "n": 5}, {"q": 3, "o": 300, "n": 9})
+    bare = FileStats("c", 1, -1, {}, {})
+    keep = lambda files, *where: unproven(schema, files, list(where))  # noqa: E731
+    assert keep([a, b], ("o", ">=", 100), ("o", "<", 301), ("q", "in", [3, 1, 2])) == []
+    assert keep([a, b], ("o", ">", 99), ("o", "<=", 300)) == []
+    assert keep([a, b], ("o", ">=", 101)) == [("o", ">=", 101)]           # a starts at 100
+    assert keep([a, b], ("o", "<", 300)) == [("o", "<", 300)]
+    assert keep([a, b], ("q", "in", [1, 3])) == [("q", "in", [1, 3])]     # b may hold 2
+    assert keep([a], ("q", "=", 1)) == [] and keep([a, b], ("q", "=", 1)) == [("q", "=", 1)]
+    assert keep([a, b], ("n", ">=", 0)) == [("n", ">=", 0)]               # nullable: a null fails it
+    assert keep([a, bare], ("o", ">=", 0)) == [("o", ">=", 0)]            # a file without stats
+    assert keep([a], ("q", "=", "1")) == [("q", "=", "1")]                # not an int
+
+
 # ---- commits --------------------------------------------------------------------------------
 
 def test_expected_version_conflicts_with_any_later_commit(tmp_path):
@@ -299,6 +323,10 @@ def test_spark_write_commit_read_back(spark, tmp_path):
     got = t.read(spark, [("topic", "=", "T1"), ("commitlog_offset", "<", 6000)])
     assert sorted(r.msg_id for r in got.collect()) == sorted(
         r.msg_id for r in expected if r.topic == "T1" and r.commitlog_offset < 6000)
+    # A term every file's stats prove filters nothing, and no row filter is left for it.
+    proven = t.read(spark, [("commitlog_offset", ">=", 0), ("topic", "=", "T1")])
+    assert sorted(r.msg_id for r in proven.collect()) == sorted(r.msg_id for r in expected if r.topic == "T1")
+    assert ">= 0" not in proven._jdf.queryExecution().optimizedPlan().toString()
     empty = t.read(spark, [("commitlog_offset", ">", 10**9)])
     assert empty.schema == t.read(spark).schema and empty.count() == 0
 
