@@ -19,7 +19,8 @@ bodies, age/name/isGender/region/seq). At each size:
 * single pulls (TAG and SQL92) at the head and the tail of queue 3, p50/p95 against Spark's
   one-row query floor measured in the same session;
 * the ``rocketmq`` source's batch read against ``read_messages`` (SQL92, noop sink);
-* peak RSS of the Python driver and of the JVM, and the JVM heap's peak use, per size.
+* peak RSS of the Python driver (DuckDB and Polars run in a child process) and of the JVM, and
+  the JVM heap's peak use, per size.
 
     python bench/scale.py [--sizes 1M,10M,50M] [--repeat 2] [--pulls 20] [--dir DIR]
                           [--driver-memory 2g] [--import-max 10M] [--many-max 1M] [--profile DIR]
@@ -32,7 +33,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import resource
 import shutil
 import statistics
 import sys
@@ -48,18 +48,13 @@ sys.path.insert(0, str(REPO / "bench"))
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
 
 import _common  # noqa: E402
+from peer_reads import peer_reads  # noqa: E402
 from _common import CORES  # noqa: E402
 
 TOPIC, QUEUES, GROUP = "BenchTopic", 8, "GID_bench"
 SELECTOR = "(age BETWEEN 6 AND 9) AND (name IS NOT NULL) AND (isGender = TRUE)"
 TAGS = "Tag1 || Tag3"
 PROMOTED = "age,name,isGender"
-DUCKDB_MAP = ("SELECT count(*) FROM read_parquet(?) WHERE topic = 'BenchTopic' "
-              "AND TRY_CAST(properties['age'] AS INTEGER) BETWEEN 6 AND 9 "
-              "AND properties['name'] IS NOT NULL AND lower(properties['isGender']) = 'true'")
-DUCKDB_TYPED = ("SELECT count(*) FROM read_parquet(?) WHERE topic = 'BenchTopic' "
-                "AND prop_age.as_int BETWEEN 6 AND 9 AND prop_name.value IS NOT NULL "
-                "AND prop_isGender.as_boolean")
 # Disk at one size's peak, with over twice the margin: the promoted store and, during the import, the
 # broker store and its import (measured at 1M on 2026-11-28: 539 MB at the peak, 385 MB of it the
 # broker's commit log). The plain and the 63-subscription stores are deleted before it.
@@ -161,16 +156,20 @@ def best(fn: Callable[[], object], repeat: int, name: Optional[str] = None) -> T
 
 
 class Memory:
-    """Peak RSS of this process and of the JVM, and the JVM heap's peak use, both sampled every
-    0.2 s. The heap is read as a whole (MemoryMXBean): its pools peak at different moments (eden
-    before a collection, the old generation after), so adding their peaks overstates it."""
+    """Peak RSS of the Python driver and of the JVM, and the JVM heap's peak use, all sampled
+    every 0.2 s and reset per size. The heap is read as a whole (MemoryMXBean): its pools peak at
+    different moments (eden before a collection, the old generation after), so adding their
+    peaks overstates it. DuckDB and Polars run in a child process (:func:`peer_reads`), so the
+    driver's figure is rocketfilter's and PySpark's alone."""
 
     def __init__(self, spark):
         from ingest import JvmPeak
 
         self.jvm = spark.sparkContext._jvm
         self.rss = JvmPeak(int(self.jvm.ProcessHandle.current().pid()))
+        self.driver = JvmPeak(os.getpid())   # samples any process's VmRSS
         self.rss.start()
+        self.driver.start()
         self.heap_peak = 0
         threading.Thread(target=self._sample_heap, daemon=True).start()
 
@@ -187,15 +186,17 @@ class Memory:
             time.sleep(0.2)
 
     def reset(self) -> None:
-        self.rss.peak = 0
+        self.rss.peak = self.driver.peak = 0
         self.heap_peak = self._heap_used()
+
+    def stop(self) -> None:
+        self.rss.running = self.driver.running = False
 
     def report(self) -> str:
         limit = self.jvm.java.lang.Runtime.getRuntime().maxMemory()
-        python = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        return (f"peak RSS: Python driver {python / 2**20:,.0f} MiB (process lifetime), JVM "
+        return (f"peak RSS: Python driver {self.driver.peak / 2**20:,.0f} MiB, JVM "
                 f"{self.rss.peak / 2**20:,.0f} MiB; JVM heap peak use {self.heap_peak / 2**20:,.0f} MiB "
-                f"of {limit / 2**20:,.0f} MiB (sampled every 0.2 s)")
+                f"of {limit / 2**20:,.0f} MiB (each sampled every 0.2 s)")
 
 
 def noop(df) -> None:
@@ -253,6 +254,9 @@ def import_job(spark, base: Path, n: int, t: Table) -> None:
 
 
 def read_jobs(spark, store, n: int, t: Table, repeat: int) -> Dict[str, float]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     import rocketfilter
 
     paths = [f.path[len("file://"):] if f.path.startswith("file://") else f.path for f in store.commitlog.files()]
@@ -262,31 +266,17 @@ def read_jobs(spark, store, n: int, t: Table, repeat: int) -> Dict[str, float]:
         "read_messages, promoted": lambda: read(bits=False).count(),
         "read_consume_queue, bits": lambda: rocketfilter.read_consume_queue(store, TOPIC, SELECTOR, "SQL92").count(),
     }
-    try:
-        import duckdb
-
-        con = duckdb.connect()
-        con.execute(f"SET threads = {CORES}")
-        ways["DuckDB, map"] = lambda: con.execute(DUCKDB_MAP, [paths]).fetchone()[0]
-        ways["DuckDB, typed columns"] = lambda: con.execute(DUCKDB_TYPED, [paths]).fetchone()[0]
-    except ImportError:
-        print("  DuckDB not installed: pip install -e '.[bench]'")
-    try:
-        os.environ.setdefault("POLARS_MAX_THREADS", str(CORES))
-        import polars as pl
-
-        def field(column, name):
-            return pl.col(column).struct.field(name)
-
-        typed = ((pl.col("topic") == TOPIC) & field("prop_age", "as_int").is_between(6, 9)
-                 & field("prop_name", "value").is_not_null() & field("prop_isGender", "as_boolean"))
-        ways["Polars, typed columns"] = lambda: pl.scan_parquet(paths).filter(typed).select(pl.len()).collect().item()
-    except ImportError:
-        print("  Polars not installed: pip install -e '.[bench]'")
     out, counts = {}, {}
+
+    def add(name: str, seconds: float, count: int) -> None:
+        out[name], counts[name] = seconds, count
+        t.add(name, seconds, note=f"{count:,} delivered")
+
     for name, fn in ways.items():
-        out[name], counts[name] = best(fn, repeat, name)
-        t.add(name, out[name], note=f"{counts[name]:,} delivered")
+        add(name, *best(fn, repeat, name))
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as child:
+        for name, (seconds, count) in child.submit(peer_reads, paths, TOPIC, repeat).result().items():
+            add(name, seconds, count)
     if len(set(counts.values())) != 1:
         raise SystemExit(f"counts differ: {counts}")
     return out
@@ -468,7 +458,7 @@ def main(argv=None, spark=None) -> int:
                     cells.append(f"{1e6 * match[0][1] / max(match[0][2], 1):12.3f}" if match else f"{'-':>12s}")
                 print(f"{job:46s}" + "".join(cells))
     finally:
-        memory.rss.running = False
+        memory.stop()
         if not args.dir:
             shutil.rmtree(base, ignore_errors=True)
         if own:
