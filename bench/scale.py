@@ -48,8 +48,8 @@ sys.path.insert(0, str(REPO / "bench"))
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
 
 import _common  # noqa: E402
-from peer_reads import peer_reads  # noqa: E402
 from _common import CORES  # noqa: E402
+from peer_reads import peer_reads  # noqa: E402
 
 TOPIC, QUEUES, GROUP = "BenchTopic", 8, "GID_bench"
 SELECTOR = "(age BETWEEN 6 AND 9) AND (name IS NOT NULL) AND (isGender = TRUE)"
